@@ -1,0 +1,132 @@
+//! Helpers shared by the integration tests: where the preload library and the compiled
+//! C test programs are, and running a command under a strategy with a time bound.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Every strategy the library serves; each behaviour test runs under all of them.
+pub const STRATEGIES: &[&str] = &["glibc", "futex", "spin"];
+
+/// `target/<profile>/` of the running test binary (`target/<profile>/deps/<test>`).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+/// The preload library built for this test run.
+pub fn lib_path() -> PathBuf {
+    let lib = target_dir().join("libspinmutex.so");
+    assert!(lib.exists(), "{} is missing: run through `cargo test`", lib.display());
+    lib
+}
+
+/// The `spinmutex` command built for this test run.
+pub fn bin_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spinmutex"))
+}
+
+/// A program compiled by build.rs from `c-tests/<name>.c` or `.cpp`.
+pub fn c_test(name: &str) -> PathBuf {
+    Path::new(env!("SPINMUTEX_C_TESTS_DIR")).join(name)
+}
+
+/// What a bounded run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+impl Outcome {
+    pub fn success(&self) -> bool {
+        !self.timed_out && self.status.is_some_and(|s| s.success())
+    }
+
+    /// Panics with everything the run printed unless it exited 0 in time.
+    pub fn assert_success(&self, what: &str) {
+        assert!(
+            self.success(),
+            "{what}: status {:?}, timed out {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.status,
+            self.timed_out,
+            self.stdout,
+            self.stderr
+        );
+    }
+}
+
+/// Runs `cmd` to completion or until `limit`, then kills it. Output is captured.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> Outcome {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_reader = thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let err_reader = thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait().expect("try_wait") {
+            Some(status) => break Some(status),
+            None if start.elapsed() > limit => {
+                timed_out = true;
+                // Kill the whole process group so forked grandchildren go too.
+                // SAFETY: kill(2) with a negative pid only sends a signal.
+                unsafe { libc_kill(-(child.id() as i32), 9) };
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    Outcome { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap(), timed_out }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// A command for `program` with the library preloaded under `strategy`
+/// (`None`: no preload at all). The child leads its own process group.
+pub fn preloaded(program: impl AsRef<std::ffi::OsStr>, strategy: Option<&str>) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(program);
+    cmd.process_group(0);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("SPINMUTEX_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env_remove("LD_PRELOAD");
+    if let Some(strategy) = strategy {
+        cmd.env("LD_PRELOAD", lib_path()).env("SPINMUTEX_STRATEGY", strategy);
+    }
+    cmd
+}
+
+/// Runs a compiled C test program under every strategy and checks it exits 0 in time.
+pub fn c_test_under_every_strategy(name: &str, args: &[&str], limit: Duration) {
+    let program = c_test(name);
+    assert!(program.exists(), "{} was not built", program.display());
+    for strategy in STRATEGIES {
+        let mut cmd = preloaded(&program, Some(strategy));
+        cmd.args(args);
+        run_bounded(cmd, limit).assert_success(&format!("{name} under {strategy}"));
+    }
+}
