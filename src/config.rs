@@ -1,0 +1,345 @@
+//! Settings read from the environment when the library loads (or on first use, if a
+//! mutex is locked before the library's constructor runs).
+//!
+//! Reading them allocates nothing and takes no lock: the values are parsed from
+//! `getenv`'s strings and published in atomics, so the lock path pays one relaxed load.
+//! A bad value produces one line on standard error and the default is used.
+
+use core::ffi::CStr;
+use core::fmt::{self, Write};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
+
+/// How contended mutexes wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Strategy {
+    /// Every call goes to glibc's own functions: the A/B baseline.
+    Glibc = 1,
+    /// Sleep on the futex at the first contention; never spin.
+    Futex = 2,
+    /// Spin while spinning pays, then sleep; hand off to starving sleepers.
+    Spin = 3,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Glibc => "glibc",
+            Strategy::Futex => "futex",
+            Strategy::Spin => "spin",
+        }
+    }
+}
+
+const DEFAULT_STRATEGY: Strategy = Strategy::Spin;
+/// About one futex sleep-and-wake round trip: spinning longer cannot pay.
+const DEFAULT_SPIN_LIMIT_NS: u64 = 8_000;
+const DEFAULT_HANDOFF_AFTER: u32 = 2;
+const DEFAULT_HANDOFF_WAIT_NS: u64 = 1_000_000;
+/// Until the constructor measures it: a typical `pause` on current x86 parts.
+const DEFAULT_PAUSE_PS: u32 = 30_000;
+
+static STRATEGY: AtomicU8 = AtomicU8::new(0);
+static SPIN_LIMIT_NS: AtomicU64 = AtomicU64::new(DEFAULT_SPIN_LIMIT_NS);
+static SPIN_LIMIT_ITERS: AtomicU32 = AtomicU32::new(0);
+static MAX_SPINNERS: AtomicU32 = AtomicU32::new(1);
+static HANDOFF_AFTER: AtomicU32 = AtomicU32::new(DEFAULT_HANDOFF_AFTER);
+static HANDOFF_WAIT_NS: AtomicU64 = AtomicU64::new(DEFAULT_HANDOFF_WAIT_NS);
+static PAUSE_PS: AtomicU32 = AtomicU32::new(DEFAULT_PAUSE_PS);
+/// Set by the one thread that reads the environment with warnings on.
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// The strategy in force; reads the environment the first time.
+#[inline]
+pub fn strategy() -> Strategy {
+    match STRATEGY.load(Acquire) {
+        1 => Strategy::Glibc,
+        2 => Strategy::Futex,
+        3 => Strategy::Spin,
+        _ => load(),
+    }
+}
+
+/// Most `pause` iterations one acquisition may spin (0 under `futex`).
+pub fn spin_limit() -> u32 {
+    SPIN_LIMIT_ITERS.load(Relaxed)
+}
+
+/// Most threads that spin on one mutex at once.
+pub fn max_spinners() -> u32 {
+    MAX_SPINNERS.load(Relaxed)
+}
+
+/// Lost wake-ups after which a sleeper asks for the lock to be handed to it (0: never).
+pub fn handoff_after() -> u32 {
+    HANDOFF_AFTER.load(Relaxed)
+}
+
+/// Time asleep after which a sleeper asks for a handoff (0: no time bound).
+pub fn handoff_wait_ns() -> u64 {
+    HANDOFF_WAIT_NS.load(Relaxed)
+}
+
+/// Measured cost of one `pause`, in picoseconds.
+pub fn pause_ps() -> u32 {
+    PAUSE_PS.load(Relaxed)
+}
+
+/// Measures `pause` and reads the environment. Called by the constructor.
+pub fn init() {
+    calibrate_pause();
+    load();
+}
+
+#[cold]
+fn load() -> Strategy {
+    let warn = !WARNED.swap(true, Relaxed);
+    let report = |var: &str, value: &[u8], accepted: &str, default: &str| {
+        if warn {
+            warn_bad_value(var, value, accepted, default);
+        }
+    };
+
+    let strategy = match env(c"SPINMUTEX_STRATEGY") {
+        None => DEFAULT_STRATEGY,
+        Some(b"glibc") => Strategy::Glibc,
+        Some(b"futex") => Strategy::Futex,
+        Some(b"spin") => Strategy::Spin,
+        Some(v) => {
+            report("SPINMUTEX_STRATEGY", v, "glibc, futex, spin", DEFAULT_STRATEGY.name());
+            DEFAULT_STRATEGY
+        }
+    };
+
+    // The spin limit is kept in nanoseconds; an iteration count is converted with the
+    // pause cost measured at load, so both spellings mean the same thing later.
+    let limit_ns = match env(c"SPINMUTEX_SPIN_LIMIT") {
+        None => DEFAULT_SPIN_LIMIT_NS,
+        Some(v) => match parse_count(v).filter(|&n| n <= 1_000_000) {
+            Some(iters) => iters * u64::from(pause_ps()) / 1000,
+            None => match parse_duration(v).filter(|&ns| ns <= 1_000_000_000) {
+                Some(ns) => ns,
+                None => {
+                    report(
+                        "SPINMUTEX_SPIN_LIMIT",
+                        v,
+                        "an iteration count 0..1000000 or a duration up to 1s such as 5us",
+                        "8us",
+                    );
+                    DEFAULT_SPIN_LIMIT_NS
+                }
+            },
+        },
+    };
+
+    let default_spinners = (online_cpus() / 2).max(1) as u32;
+    let spinners = match env(c"SPINMUTEX_MAX_SPINNERS") {
+        None => default_spinners,
+        Some(v) => match parse_count(v).filter(|n| (1..=1024).contains(n)) {
+            Some(n) => n as u32,
+            None => {
+                let mut default = LineBuf::new();
+                let _ = write!(default, "{default_spinners} (half the CPUs)");
+                report("SPINMUTEX_MAX_SPINNERS", v, "an integer 1..1024", default.as_str());
+                default_spinners
+            }
+        },
+    };
+
+    let handoff_after = match env(c"SPINMUTEX_HANDOFF_AFTER") {
+        None => DEFAULT_HANDOFF_AFTER,
+        Some(v) => match parse_count(v).filter(|&n| n <= 1000) {
+            Some(n) => n as u32,
+            None => {
+                report("SPINMUTEX_HANDOFF_AFTER", v, "an integer 0..1000 (0: never)", "2");
+                DEFAULT_HANDOFF_AFTER
+            }
+        },
+    };
+
+    let handoff_wait = match env(c"SPINMUTEX_HANDOFF_WAIT") {
+        None => DEFAULT_HANDOFF_WAIT_NS,
+        Some(v) => match parse_duration(v).filter(|&ns| ns <= 10_000_000_000) {
+            Some(ns) => ns,
+            None => {
+                report(
+                    "SPINMUTEX_HANDOFF_WAIT",
+                    v,
+                    "a duration up to 10s such as 500us (0: no time bound)",
+                    "1ms",
+                );
+                DEFAULT_HANDOFF_WAIT_NS
+            }
+        },
+    };
+
+    SPIN_LIMIT_NS.store(limit_ns, Relaxed);
+    publish_spin_limit(strategy);
+    MAX_SPINNERS.store(spinners, Relaxed);
+    HANDOFF_AFTER.store(handoff_after, Relaxed);
+    HANDOFF_WAIT_NS.store(handoff_wait, Relaxed);
+    STRATEGY.store(strategy as u8, Release);
+    strategy
+}
+
+fn publish_spin_limit(strategy: Strategy) {
+    let iters = match strategy {
+        Strategy::Spin => SPIN_LIMIT_NS.load(Relaxed) * 1000 / u64::from(pause_ps().max(1)),
+        Strategy::Futex | Strategy::Glibc => 0,
+    };
+    SPIN_LIMIT_ITERS.store(iters.min(u64::from(u32::MAX)) as u32, Relaxed);
+}
+
+/// Times a few hundred `pause` instructions; keeps the fastest of three tries, so a
+/// preemption during one try does not inflate the figure.
+fn calibrate_pause() {
+    const ROUNDS: u64 = 256;
+    let mut best = u64::MAX;
+    for _ in 0..3 {
+        let start = crate::sys::now_ns();
+        for _ in 0..ROUNDS {
+            core::hint::spin_loop();
+        }
+        best = best.min(crate::sys::now_ns() - start);
+    }
+    let ps = (best * 1000 / ROUNDS).clamp(1_000, 500_000);
+    PAUSE_PS.store(ps as u32, Relaxed);
+    if let Some(s) = current() {
+        publish_spin_limit(s);
+    }
+}
+
+fn current() -> Option<Strategy> {
+    match STRATEGY.load(Acquire) {
+        0 => None,
+        _ => Some(strategy()),
+    }
+}
+
+/// CPUs this process may run on (the affinity mask, so taskset and cgroups count).
+pub fn online_cpus() -> u64 {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills the set we own.
+    unsafe {
+        let mut set: libc::cpu_set_t = core::mem::zeroed();
+        if libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            (libc::CPU_COUNT(&set) as u64).max(1)
+        } else {
+            1
+        }
+    }
+}
+
+/// The value of an environment variable, if set. Never allocates.
+pub fn env(name: &CStr) -> Option<&'static [u8]> {
+    // SAFETY: getenv returns null or a NUL-terminated string owned by the environment,
+    // which the program does not free while it runs.
+    unsafe {
+        let value = libc::getenv(name.as_ptr());
+        (!value.is_null()).then(|| CStr::from_ptr(value).to_bytes())
+    }
+}
+
+/// A decimal integer with no sign or unit.
+pub fn parse_count(text: &[u8]) -> Option<u64> {
+    if text.is_empty() || text.len() > 19 || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(text.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
+}
+
+/// A duration in nanoseconds: a decimal integer followed by `ns`, `us`, `ms` or `s`;
+/// a bare `0` is also accepted.
+pub fn parse_duration(text: &[u8]) -> Option<u64> {
+    if text == b"0" {
+        return Some(0);
+    }
+    let digits = text.iter().take_while(|c| c.is_ascii_digit()).count();
+    let number = parse_count(&text[..digits])?;
+    let scale = match &text[digits..] {
+        b"ns" => 1,
+        b"us" => 1_000,
+        b"ms" => 1_000_000,
+        b"s" => 1_000_000_000,
+        _ => return None,
+    };
+    number.checked_mul(scale)
+}
+
+/// The one line a bad setting earns: names the variable, the value and what is accepted.
+pub fn warn_bad_value(var: &str, value: &[u8], accepted: &str, default: &str) {
+    let mut line = LineBuf::new();
+    let shown = core::str::from_utf8(value).unwrap_or("<not UTF-8>");
+    let _ = writeln!(
+        line,
+        "spinmutex: {var}={shown:?} is not valid (accepted: {accepted}); using the default, {default}"
+    );
+    crate::sys::write_stderr(line.as_bytes());
+}
+
+/// A fixed-size text buffer: formatting without allocating. Longer text is cut.
+pub struct LineBuf {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl LineBuf {
+    pub const fn new() -> Self {
+        LineBuf { buf: [0; 512], len: 0 }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    pub fn as_str(&self) -> &str {
+        core::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+}
+
+impl Write for LineBuf {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = self.buf.len() - self.len;
+        let n = s.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count(b"0"), Some(0));
+        assert_eq!(parse_count(b"200"), Some(200));
+        assert_eq!(parse_count(b""), None);
+        assert_eq!(parse_count(b"-1"), None);
+        assert_eq!(parse_count(b"5us"), None);
+        assert_eq!(parse_count(b"99999999999999999999"), None);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration(b"0"), Some(0));
+        assert_eq!(parse_duration(b"250ns"), Some(250));
+        assert_eq!(parse_duration(b"5us"), Some(5_000));
+        assert_eq!(parse_duration(b"2ms"), Some(2_000_000));
+        assert_eq!(parse_duration(b"1s"), Some(1_000_000_000));
+        assert_eq!(parse_duration(b"5"), None);
+        assert_eq!(parse_duration(b"us"), None);
+        assert_eq!(parse_duration(b"5 us"), None);
+        assert_eq!(parse_duration(b"5h"), None);
+    }
+
+    #[test]
+    fn line_buffer_cuts_long_text() {
+        let mut line = LineBuf::new();
+        for _ in 0..100 {
+            let _ = write!(line, "0123456789");
+        }
+        assert_eq!(line.as_bytes().len(), 512);
+    }
+}

@@ -1,0 +1,152 @@
+//! The symbols the preload puts in front of glibc's, and the library's constructor and
+//! destructor. Each entry point serves the mutex itself or forwards it to glibc.
+
+use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
+
+use crate::lock::{self, served};
+use crate::sys::{self, Deadline};
+use crate::{config, observe, real, thread, unlock};
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+    match served(m) {
+        Some(mutex) => lock::lock(mutex, None),
+        // SAFETY: the caller's mutex goes to glibc unchanged.
+        None => unsafe { forwarded(m, real::mutex_lock(m)) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    match served(m) {
+        Some(mutex) => lock::trylock(mutex),
+        // SAFETY: the caller's mutex goes to glibc unchanged.
+        None => unsafe { forwarded(m, real::mutex_trylock(m)) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    match served(m) {
+        Some(mutex) => unlock::unlock(mutex),
+        // SAFETY: the caller's mutex goes to glibc unchanged.
+        None => unsafe { forwarded(m, real::mutex_unlock(m)) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_timedlock(m: *mut pthread_mutex_t, abstime: *const timespec) -> c_int {
+    match served(m) {
+        // SAFETY: POSIX requires `abstime` to point to a timespec.
+        Some(mutex) => unsafe { timed_lock(mutex, libc::CLOCK_REALTIME, abstime) },
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        None => unsafe { forwarded(m, real::mutex_timedlock(m, abstime)) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_clocklock(
+    m: *mut pthread_mutex_t,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> c_int {
+    match served(m) {
+        // SAFETY: POSIX requires `abstime` to point to a timespec.
+        Some(mutex) => unsafe { timed_lock(mutex, clock, abstime) },
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        None => unsafe { forwarded(m, real::mutex_clocklock(m, clock, abstime)) },
+    }
+}
+
+/// glibc refuses a clock a futex cannot time out on, even for a free mutex; it checks
+/// the timespec only when it is about to block.
+unsafe fn timed_lock(m: &crate::mutex::RawMutex, clock: clockid_t, abstime: *const timespec) -> c_int {
+    if !sys::clock_supported(clock) {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's timespec, read once; null is refused instead of crashing.
+    let Some(at) = (unsafe { abstime.as_ref() }) else {
+        return libc::EINVAL;
+    };
+    lock::lock(m, Some(&Deadline { clock, at: *at }))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_init(
+    m: *mut pthread_mutex_t,
+    attr: *const pthread_mutexattr_t,
+) -> c_int {
+    // glibc's initialiser writes every byte, including those this library uses.
+    // SAFETY: the caller's arguments go to glibc unchanged.
+    let r = unsafe { real::mutex_init(m, attr) };
+    if r == 0 {
+        observe::reset(m as usize);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
+    // glibc's check (EBUSY while `__nusers` counts an owner or a condvar waiter) reads the
+    // fields this library keeps exactly as glibc does.
+    // SAFETY: the caller's mutex goes to glibc unchanged.
+    let r = unsafe { real::mutex_destroy(m) };
+    if r == 0 {
+        observe::reset(m as usize);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_consistent(m: *mut pthread_mutex_t) -> c_int {
+    // Only robust mutexes can be inconsistent, and those are glibc's.
+    // SAFETY: the caller's mutex goes to glibc unchanged.
+    unsafe { real::mutex_consistent(m) }
+}
+
+/// Notes a forwarded call for tracing, and passes glibc's result on.
+#[inline]
+fn forwarded(m: *mut pthread_mutex_t, result: c_int) -> c_int {
+    observe::forwarded(m as usize, result);
+    result
+}
+
+/// The old double-underscore names some programs still link against.
+macro_rules! alias {
+    ($($alias:ident => $target:ident ( $($arg:ident: $ty:ty),* );)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $alias($($arg: $ty),*) -> c_int {
+            // SAFETY: same contract as the function it stands for.
+            unsafe { $target($($arg),*) }
+        }
+    )*};
+}
+
+alias! {
+    __pthread_mutex_lock => pthread_mutex_lock(m: *mut pthread_mutex_t);
+    __pthread_mutex_trylock => pthread_mutex_trylock(m: *mut pthread_mutex_t);
+    __pthread_mutex_unlock => pthread_mutex_unlock(m: *mut pthread_mutex_t);
+    __pthread_mutex_init => pthread_mutex_init(m: *mut pthread_mutex_t, a: *const pthread_mutexattr_t);
+    __pthread_mutex_destroy => pthread_mutex_destroy(m: *mut pthread_mutex_t);
+}
+
+/// Runs when the library is loaded. Every entry point also works before this.
+extern "C" fn constructor() {
+    thread::init();
+    config::init();
+    real::resolve_all();
+    observe::init();
+}
+
+/// Runs at exit. Every entry point keeps working after this.
+extern "C" fn destructor() {
+    observe::at_exit();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+#[used]
+#[link_section = ".fini_array"]
+static DESTRUCTOR: extern "C" fn() = destructor;

@@ -1,0 +1,343 @@
+//! A `pthread_mutex_t` seen as glibc lays it out, and the lock protocol on its bytes.
+//!
+//! # The lock word (`__lock`, glibc's protocol, unchanged)
+//!
+//! * `UNLOCKED` (0): free.
+//! * `LOCKED` (1): held, and nobody sleeps on it.
+//! * `CONTENDED` (2): held, and threads may be asleep in `FUTEX_WAIT` on it.
+//!
+//! Acquire: compare-and-swap 0 → 1. A thread that goes to sleep first swaps in 2 (if the
+//! swap returned 0 it has the lock after all), then `FUTEX_WAIT(word, 2)`; once woken it
+//! swaps in 2 again, since it cannot know whether others still sleep. Release: store 0,
+//! and `FUTEX_WAKE` one sleeper if the word was 2. glibc's condition variables run this
+//! same protocol on the same bytes, which is why they keep working on our mutexes.
+//!
+//! Between acquire and release the owner keeps `__owner` = its thread id and `__nusers`
+//! counted, and `__count` for recursive mutexes, exactly as glibc does.
+//!
+//! # What this library adds, in bytes glibc leaves alone for these mutex types
+//!
+//! * `__spins`: the adaptive spin estimate (glibc uses it the same way for its adaptive
+//!   type): a moving average of the pause iterations that spinning needed.
+//! * `__list.__prev` (8 bytes, used by glibc only for robust and PI mutexes, which are
+//!   forwarded): the **handoff** request. A sleeper that keeps losing the lock to spinners
+//!   writes its pid and tid there and sleeps on both the lock word and this word. The next
+//!   owner that releases a `CONTENDED` lock (ours: glibc's internal unlock does not know
+//!   about handoffs, which is harmless) then does not release it: it marks the request
+//!   granted and wakes the requester, which owns the lock on waking. The lock word stays
+//!   non-zero throughout, so no spinner or newcomer can take the lock in between.
+//! * `__list.__next` low half: how many threads spin on this mutex now, to cap spinners.
+
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicI16, AtomicI32, AtomicU32, AtomicU64};
+use libc::{c_int, pthread_mutex_t};
+
+use crate::sys::{self, Deadline};
+
+pub const UNLOCKED: i32 = 0;
+pub const LOCKED: i32 = 1;
+pub const CONTENDED: i32 = 2;
+
+/// `__kind` bits (glibc's `PTHREAD_MUTEX_*_NP` encoding).
+pub mod kind {
+    pub const TYPE_MASK: i32 = 3;
+    pub const NORMAL: i32 = 0;
+    pub const RECURSIVE: i32 = 1;
+    pub const ERRORCHECK: i32 = 2;
+    pub const ADAPTIVE: i32 = 3;
+    pub const ROBUST: i32 = 16;
+    pub const PRIO_INHERIT: i32 = 32;
+    pub const PRIO_PROTECT: i32 = 64;
+    pub const PSHARED: i32 = 128;
+    pub const ELISION: i32 = 256;
+    pub const NO_ELISION: i32 = 512;
+    /// Everything this library serves itself; any other bit (robust, PI, PP, a destroyed
+    /// mutex's −1) is forwarded to glibc.
+    pub const SERVED: i32 = TYPE_MASK | PSHARED | ELISION | NO_ELISION;
+}
+
+/// Bit 31 of the handoff word's low half: the request has been granted.
+const GRANTED: u32 = 1 << 31;
+
+/// glibc's `struct __pthread_mutex_s` on x86-64, every field atomic because other
+/// threads read and write it concurrently.
+#[repr(C)]
+pub struct RawMutex {
+    lock: AtomicI32,
+    count: AtomicU32,
+    owner: AtomicI32,
+    nusers: AtomicU32,
+    kind: AtomicI32,
+    spins: AtomicI16,
+    _elision: AtomicI16,
+    handoff: AtomicU64,
+    spinners: AtomicU32,
+    _unused: AtomicU32,
+}
+
+const _: () = assert!(core::mem::size_of::<RawMutex>() == core::mem::size_of::<pthread_mutex_t>());
+const _: () = assert!(core::mem::align_of::<RawMutex>() <= core::mem::align_of::<pthread_mutex_t>());
+
+/// How an acquisition that found the lock busy ended up with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acquired {
+    /// While spinning, after this many pause iterations.
+    Spinning(u32),
+    /// After sleeping this many times.
+    Sleeping(u32),
+    /// Handed over by the previous owner after this many sleeps.
+    Handoff(u32),
+}
+
+impl RawMutex {
+    /// # Safety
+    /// `m` must point to a live `pthread_mutex_t` (or `mtx_t`) for the returned lifetime.
+    #[inline]
+    pub unsafe fn from_ptr<'a>(m: *mut pthread_mutex_t) -> &'a RawMutex {
+        // SAFETY: same size and alignment (checked above); every field is an atomic, so
+        // a shared reference to memory other threads change is sound.
+        unsafe { &*m.cast::<RawMutex>() }
+    }
+
+    #[inline]
+    pub fn kind(&self) -> i32 {
+        self.kind.load(Relaxed)
+    }
+
+    #[inline]
+    pub fn owner(&self) -> i32 {
+        self.owner.load(Relaxed)
+    }
+
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.lock.load(Relaxed) != UNLOCKED
+    }
+
+    pub fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    fn shared(&self) -> bool {
+        self.kind() & kind::PSHARED != 0
+    }
+
+    /// One attempt, no waiting: 0 → 1.
+    #[inline]
+    pub fn try_acquire(&self) -> bool {
+        self.lock.compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed).is_ok()
+    }
+
+    /// Records the caller as owner after any acquisition.
+    #[inline]
+    pub fn set_owner(&self, tid: i32) {
+        self.owner.store(tid, Relaxed);
+        self.nusers.store(self.nusers.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    /// Forgets the owner before a release (glibc's condition variables assert that a
+    /// mutex they relock has `__owner == 0`).
+    #[inline]
+    pub fn clear_owner(&self) {
+        self.owner.store(0, Relaxed);
+        self.nusers.store(self.nusers.load(Relaxed).wrapping_sub(1), Relaxed);
+    }
+
+    pub fn count(&self) -> u32 {
+        self.count.load(Relaxed)
+    }
+
+    pub fn set_count(&self, n: u32) {
+        self.count.store(n, Relaxed);
+    }
+
+    /// Releases the lock; wakes a sleeper or hands the lock to a starving one.
+    #[inline]
+    pub fn release(&self) {
+        if self.lock.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_err() {
+            self.release_contended();
+        }
+    }
+
+    #[cold]
+    fn release_contended(&self) {
+        if self.grant_handoff() {
+            return;
+        }
+        if self.lock.swap(UNLOCKED, Release) == CONTENDED {
+            sys::futex_wake(self.lock.as_ptr(), 1, self.shared());
+            crate::observe::woke(self);
+        }
+    }
+
+    /// If a sleeper of this process asked for a handoff, passes the lock to it without
+    /// releasing it. A request left behind by a thread of the parent before `fork` names
+    /// another pid: it is withdrawn and the lock released normally.
+    fn grant_handoff(&self) -> bool {
+        let request = self.handoff.load(Acquire);
+        if request == 0 || request as u32 & GRANTED != 0 {
+            return false;
+        }
+        if (request >> 32) as i32 != crate::thread::pid() {
+            let _ = self.handoff.compare_exchange(request, 0, Relaxed, Relaxed);
+            return false;
+        }
+        if self.handoff.compare_exchange(request, request | u64::from(GRANTED), AcqRel, Relaxed).is_err() {
+            return false;
+        }
+        // The lock word stays CONTENDED: the requester owns the lock from here on.
+        sys::futex_wake(self.handoff.as_ptr().cast(), 1, false);
+        crate::observe::handed_off(self, request as u32 as i32);
+        true
+    }
+
+    /// Waits for the lock after `try_acquire` failed: spins first if the strategy says
+    /// so, then sleeps. `Err` is `ETIMEDOUT` once `deadline` passes.
+    pub fn acquire_contended(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
+        let budget = crate::spin::budget(self);
+        if budget > 0 {
+            if let Some(iterations) = self.spin(budget) {
+                return Ok(Acquired::Spinning(iterations));
+            }
+        }
+        self.sleep(deadline)
+    }
+
+    /// Spins for at most `budget` pause iterations, only reading the word until it reads
+    /// free. Gives up early when too many threads already spin or a handoff is pending
+    /// (the lock will not be free then). Records what it learned in `__spins`.
+    fn spin(&self, budget: u32) -> Option<u32> {
+        if self.spinners.fetch_add(1, Relaxed) >= crate::config::max_spinners() {
+            self.spinners.fetch_sub(1, Relaxed);
+            crate::observe::gave_up_spinning(self, 0, crate::observe::GiveUp::TooManySpinners);
+            return None;
+        }
+        let mut used = 0;
+        let mut backoff = 1;
+        let outcome = loop {
+            if self.lock.load(Relaxed) == UNLOCKED {
+                if self.try_acquire() {
+                    break Some(used);
+                }
+                // Lost to another thread: back off so spinners do not retry in lockstep.
+                backoff = (backoff * 2).min(crate::spin::MAX_BACKOFF);
+            } else if self.handoff.load(Relaxed) != 0 {
+                crate::observe::gave_up_spinning(self, used, crate::observe::GiveUp::HandoffPending);
+                break None;
+            }
+            if used >= budget {
+                crate::observe::gave_up_spinning(self, used, crate::observe::GiveUp::Budget(budget));
+                break None;
+            }
+            for _ in 0..backoff {
+                core::hint::spin_loop();
+            }
+            used += backoff;
+        };
+        self.spinners.fetch_sub(1, Relaxed);
+        crate::spin::learn(self, outcome, budget);
+        outcome
+    }
+
+    /// The adaptive spin estimate kept in `__spins`.
+    pub fn spin_estimate(&self) -> u32 {
+        self.spins.load(Relaxed).max(0) as u32
+    }
+
+    pub fn set_spin_estimate(&self, estimate: u32) {
+        self.spins.store(estimate.min(i16::MAX as u32) as i16, Relaxed);
+    }
+
+    /// Sleeps on the futex until the lock is ours. After losing the lock on waking
+    /// `handoff_after` times, or after sleeping `handoff_wait` in all, asks for a handoff.
+    fn sleep(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
+        let shared = self.shared();
+        let handoff_after = if shared { 0 } else { crate::spin::handoff_after() };
+        let handoff_wait = crate::config::handoff_wait_ns();
+        let started = if handoff_after > 0 && handoff_wait > 0 { sys::now_ns() } else { 0 };
+        let mut sleeps = 0;
+        loop {
+            if self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
+                return Ok(Acquired::Sleeping(sleeps));
+            }
+            let starving = handoff_after > 0
+                && sleeps > 0
+                && (sleeps >= handoff_after || (started != 0 && sys::now_ns() - started >= handoff_wait));
+            if starving && self.request_handoff() {
+                return self.wait_for_handoff(deadline, sleeps);
+            }
+            crate::observe::sleeping(self);
+            let r = sys::futex_wait(&self.lock, CONTENDED, deadline, shared);
+            if r == libc::ETIMEDOUT {
+                crate::observe::timed_out(self);
+                return Err(libc::ETIMEDOUT);
+            }
+            sleeps += 1;
+        }
+    }
+
+    fn my_request() -> u64 {
+        (u64::from(crate::thread::pid() as u32) << 32) | u64::from(crate::thread::tid() as u32)
+    }
+
+    /// Registers the caller as the one sleeper to hand the lock to. One request at a time;
+    /// a stale one from before a `fork` is replaced.
+    fn request_handoff(&self) -> bool {
+        let mine = Self::my_request();
+        let current = self.handoff.load(Relaxed);
+        let free = current == 0 || (current >> 32) as i32 != crate::thread::pid();
+        free && self.handoff.compare_exchange(current, mine, Relaxed, Relaxed).is_ok()
+    }
+
+    /// Sleeps on the lock word and the handoff word at once, so both a grant and an
+    /// ordinary wake-up (from glibc's own unlock, for one) reach us.
+    fn wait_for_handoff(&self, deadline: Option<&Deadline>, mut sleeps: u32) -> Result<Acquired, c_int> {
+        let mine = Self::my_request();
+        let granted = mine | u64::from(GRANTED);
+        crate::observe::handoff_requested(self);
+        loop {
+            let request = self.handoff.load(Acquire);
+            if request == granted {
+                self.handoff.store(0, Relaxed);
+                return Ok(Acquired::Handoff(sleeps));
+            }
+            if request != mine {
+                // Our request was withdrawn (it cannot be: only stale ones are); carry on
+                // as an ordinary sleeper.
+                return self.sleep(deadline);
+            }
+            if self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
+                // The owner released instead of granting, so no grant can follow: only an
+                // owner grants, and we are the owner now.
+                self.handoff.store(0, Relaxed);
+                return Ok(Acquired::Sleeping(sleeps));
+            }
+            crate::observe::sleeping(self);
+            let r = sys::futex_wait_either(
+                self.lock.as_ptr(),
+                CONTENDED,
+                self.handoff.as_ptr().cast(),
+                mine as u32 as i32,
+                deadline,
+            );
+            match r {
+                libc::ETIMEDOUT => {
+                    if self.handoff.compare_exchange(mine, 0, Relaxed, Relaxed).is_ok() {
+                        crate::observe::timed_out(self);
+                        return Err(libc::ETIMEDOUT);
+                    }
+                    // Granted just as time ran out: the lock is ours.
+                }
+                libc::ENOSYS => {
+                    // No futex_waitv (kernel < 5.16): withdraw and sleep the plain way.
+                    crate::spin::disable_handoff();
+                    if self.handoff.compare_exchange(mine, 0, Relaxed, Relaxed).is_ok() {
+                        return self.sleep(deadline);
+                    }
+                }
+                _ => {}
+            }
+            sleeps += 1;
+        }
+    }
+}

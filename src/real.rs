@@ -1,0 +1,74 @@
+//! glibc's own functions, for what this library forwards (the `glibc` strategy, robust,
+//! priority-inherit and priority-protect mutexes, initialisation and destruction).
+//!
+//! Each is looked up with `dlsym(RTLD_NEXT, …)` on first use and cached in an atomic.
+//! No `Once`: a lookup may re-enter the library (through an allocator that locks), and
+//! two threads racing to resolve the same symbol store the same pointer.
+
+use core::ffi::{c_void, CStr};
+use core::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
+
+/// A lazily resolved glibc function.
+struct Real {
+    name: &'static CStr,
+    addr: AtomicPtr<c_void>,
+}
+
+impl Real {
+    const fn new(name: &'static CStr) -> Self {
+        Real { name, addr: AtomicPtr::new(core::ptr::null_mut()) }
+    }
+
+    /// The function's address, or null if glibc lacks it.
+    fn get(&self) -> *mut c_void {
+        let addr = self.addr.load(Relaxed);
+        if !addr.is_null() {
+            return addr;
+        }
+        // SAFETY: RTLD_NEXT with a NUL-terminated name is dlsym's documented use.
+        let addr = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
+        self.addr.store(addr, Relaxed);
+        addr
+    }
+}
+
+/// Declares forwarding functions: each calls glibc's function of the same name, or
+/// returns `$missing` if glibc has none. Also declares `resolve_all`.
+macro_rules! forward {
+    ($( $sym:ident / $name:literal : fn($($arg:ident: $ty:ty),*) -> $ret:ty = $missing:expr; )*) => {
+        $(
+            mod $sym {
+                pub static REAL: super::Real = super::Real::new($name);
+            }
+
+            pub unsafe fn $sym($($arg: $ty),*) -> $ret {
+                let addr = $sym::REAL.get();
+                if addr.is_null() {
+                    return $missing;
+                }
+                // SAFETY: the symbol named `$name` in glibc has exactly this C signature.
+                let f: unsafe extern "C" fn($($ty),*) -> $ret = unsafe { core::mem::transmute(addr) };
+                // SAFETY: the caller's arguments are passed through unchanged.
+                unsafe { f($($arg),*) }
+            }
+        )*
+
+        /// Resolves every symbol now, so later calls never enter the dynamic linker.
+        pub fn resolve_all() {
+            $( $sym::REAL.get(); )*
+        }
+    };
+}
+
+forward! {
+    mutex_init / c"pthread_mutex_init": fn(m: *mut pthread_mutex_t, a: *const pthread_mutexattr_t) -> c_int = libc::ENOSYS;
+    mutex_destroy / c"pthread_mutex_destroy": fn(m: *mut pthread_mutex_t) -> c_int = libc::ENOSYS;
+    mutex_lock / c"pthread_mutex_lock": fn(m: *mut pthread_mutex_t) -> c_int = libc::ENOSYS;
+    mutex_trylock / c"pthread_mutex_trylock": fn(m: *mut pthread_mutex_t) -> c_int = libc::ENOSYS;
+    mutex_unlock / c"pthread_mutex_unlock": fn(m: *mut pthread_mutex_t) -> c_int = libc::ENOSYS;
+    mutex_timedlock / c"pthread_mutex_timedlock": fn(m: *mut pthread_mutex_t, t: *const timespec) -> c_int = libc::ENOSYS;
+    mutex_clocklock / c"pthread_mutex_clocklock": fn(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) -> c_int = libc::ENOSYS;
+    mutex_consistent / c"pthread_mutex_consistent": fn(m: *mut pthread_mutex_t) -> c_int = libc::ENOSYS;
+    mtx_init / c"mtx_init": fn(m: *mut pthread_mutex_t, kind: c_int) -> c_int = crate::c11::THRD_ERROR;
+}
