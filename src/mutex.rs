@@ -118,6 +118,7 @@ impl RawMutex {
         self as *const Self as usize
     }
 
+    #[inline(always)]
     fn shared(&self) -> bool {
         self.kind() & kind::PSHARED != 0
     }
@@ -125,7 +126,21 @@ impl RawMutex {
     /// One attempt, no waiting: 0 → 1.
     #[inline]
     pub fn try_acquire(&self) -> bool {
+        if self.alone() {
+            let free = self.lock.load(Relaxed) == UNLOCKED;
+            if free {
+                self.lock.store(LOCKED, Relaxed);
+            }
+            return free;
+        }
         self.lock.compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed).is_ok()
+    }
+
+    /// The only thread of the process, on a process-private mutex: plain loads and
+    /// stores are enough.
+    #[inline(always)]
+    fn alone(&self) -> bool {
+        crate::thread::single_threaded() && !self.shared()
     }
 
     /// Records the caller as owner after any acquisition.
@@ -154,6 +169,10 @@ impl RawMutex {
     /// Releases the lock; wakes a sleeper or hands the lock to a starving one.
     #[inline]
     pub fn release(&self) {
+        if self.alone() && self.lock.load(Relaxed) == LOCKED {
+            self.lock.store(UNLOCKED, Relaxed);
+            return;
+        }
         if self.lock.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_err() {
             self.release_contended();
         }

@@ -1,13 +1,72 @@
 //! Who is asking: the caller's kernel thread id (what glibc stores in `__owner`) and the
 //! process id, both cached, and corrected in a child after `fork`.
+//!
+//! The thread id is read on every lock, so its cache is one 32-bit thread-local in the
+//! static TLS block, read with a single `%fs`-relative load (the initial-exec model that
+//! glibc uses for its own thread id). Rust's `thread_local!` would call
+//! `__tls_get_addr` from a shared library, which costs about as much as the lock itself.
+//! The static block has room for it even when the library is `dlopen`ed: glibc
+//! reserves spare static TLS for such libraries.
 
-use core::cell::Cell;
-use core::sync::atomic::{AtomicI32, Ordering::Relaxed};
+use core::sync::atomic::{AtomicI32, AtomicU8, Ordering::Relaxed};
 
+#[cfg(target_arch = "x86_64")]
+core::arch::global_asm!(
+    ".pushsection .tbss,\"awT\",@nobits",
+    ".p2align 2",
+    ".type spinmutex_cached_tid, @object",
+    ".size spinmutex_cached_tid, 4",
+    "spinmutex_cached_tid:",
+    ".zero 4",
+    ".popsection",
+);
+
+/// This thread's cached id; 0 until first asked.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn cached_tid() -> i32 {
+    let tid: i32;
+    // SAFETY: reads this thread's own 4-byte TLS slot defined above; the GOT entry holds
+    // its offset from the thread pointer.
+    unsafe {
+        core::arch::asm!(
+            "mov {off}, qword ptr [rip + spinmutex_cached_tid@GOTTPOFF]",
+            "mov {tid:e}, dword ptr fs:[{off}]",
+            off = out(reg) _,
+            tid = out(reg) tid,
+            options(nostack, preserves_flags, readonly, pure),
+        );
+    }
+    tid
+}
+
+#[cfg(target_arch = "x86_64")]
+fn set_cached_tid(tid: i32) {
+    // SAFETY: writes this thread's own 4-byte TLS slot defined above.
+    unsafe {
+        core::arch::asm!(
+            "mov {off}, qword ptr [rip + spinmutex_cached_tid@GOTTPOFF]",
+            "mov dword ptr fs:[{off}], {tid:e}",
+            off = out(reg) _,
+            tid = in(reg) tid,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
 thread_local! {
-    /// This thread's id; 0 until first asked. A `Cell` with a constant initialiser and
-    /// no destructor, so it can be read at any time, even while the thread exits.
-    static TID: Cell<i32> = const { Cell::new(0) };
+    static TID: core::cell::Cell<i32> = const { core::cell::Cell::new(0) };
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cached_tid() -> i32 {
+    TID.try_with(|t| t.get()).unwrap_or(0)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn set_cached_tid(tid: i32) {
+    let _ = TID.try_with(|t| t.set(tid));
 }
 
 static PID: AtomicI32 = AtomicI32::new(0);
@@ -15,17 +74,18 @@ static PID: AtomicI32 = AtomicI32::new(0);
 /// The calling thread's id.
 #[inline]
 pub fn tid() -> i32 {
-    TID.try_with(|t| {
-        let tid = t.get();
-        if tid != 0 {
-            tid
-        } else {
-            let tid = crate::sys::gettid();
-            t.set(tid);
-            tid
-        }
-    })
-    .unwrap_or_else(|_| crate::sys::gettid())
+    match cached_tid() {
+        0 => first_tid(),
+        tid => tid,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn first_tid() -> i32 {
+    let tid = crate::sys::gettid();
+    set_cached_tid(tid);
+    tid
 }
 
 /// The calling process's id.
@@ -40,14 +100,32 @@ pub fn pid() -> i32 {
     }
 }
 
+extern "C" {
+    /// glibc ≥ 2.32: non-zero while the process has never had a second thread.
+    static __libc_single_threaded: u8;
+}
+
+/// True while this is the process's only thread. Then no other thread can touch a
+/// process-private mutex, and its lock word needs no atomic read-modify-write (glibc
+/// skips them too).
+#[inline(always)]
+pub fn single_threaded() -> bool {
+    // SAFETY: a byte glibc exports for exactly this purpose; read as an atomic because
+    // pthread_create writes it.
+    let flag = unsafe { &*(core::ptr::addr_of!(__libc_single_threaded) as *const AtomicU8) };
+    flag.load(Relaxed) != 0
+}
+
 /// In a child after `fork`: the one thread left has a new id, and so does the process.
 extern "C" fn after_fork_in_child() {
-    let _ = TID.try_with(|t| t.set(crate::sys::gettid()));
+    set_cached_tid(crate::sys::gettid());
     PID.store(crate::sys::getpid(), Relaxed);
     crate::observe::after_fork_in_child();
 }
 
-/// Registers the fork handler. Called once, by the constructor.
+/// Registers the fork handler. Called once, by the constructor. (A fork before the
+/// constructor runs leaves the child's thread with its parent's id cached; only an
+/// error-checking or recursive mutex locked across that fork could notice.)
 pub fn init() {
     PID.store(crate::sys::getpid(), Relaxed);
     // SAFETY: registers a plain function that only touches this module's state.
