@@ -12,7 +12,7 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     match served(m) {
         Some(mutex) => lock::lock(mutex, None),
         // SAFETY: the caller's mutex goes to glibc unchanged.
-        None => unsafe { forwarded(m, real::mutex_lock(m)) },
+        None => observe::forward_acquire(m, || unsafe { real::mutex_lock(m) }),
     }
 }
 
@@ -21,7 +21,7 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
     match served(m) {
         Some(mutex) => lock::trylock(mutex),
         // SAFETY: the caller's mutex goes to glibc unchanged.
-        None => unsafe { forwarded(m, real::mutex_trylock(m)) },
+        None => observe::forward_acquire(m, || unsafe { real::mutex_trylock(m) }),
     }
 }
 
@@ -30,7 +30,7 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
     match served(m) {
         Some(mutex) => unlock::unlock(mutex),
         // SAFETY: the caller's mutex goes to glibc unchanged.
-        None => unsafe { forwarded(m, real::mutex_unlock(m)) },
+        None => observe::forward_release(m, || unsafe { real::mutex_unlock(m) }),
     }
 }
 
@@ -40,7 +40,7 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(m: *mut pthread_mutex_t, abstim
         // SAFETY: POSIX requires `abstime` to point to a timespec.
         Some(mutex) => unsafe { timed_lock(mutex, libc::CLOCK_REALTIME, abstime) },
         // SAFETY: the caller's arguments go to glibc unchanged.
-        None => unsafe { forwarded(m, real::mutex_timedlock(m, abstime)) },
+        None => observe::forward_acquire(m, || unsafe { real::mutex_timedlock(m, abstime) }),
     }
 }
 
@@ -54,7 +54,7 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
         // SAFETY: POSIX requires `abstime` to point to a timespec.
         Some(mutex) => unsafe { timed_lock(mutex, clock, abstime) },
         // SAFETY: the caller's arguments go to glibc unchanged.
-        None => unsafe { forwarded(m, real::mutex_clocklock(m, clock, abstime)) },
+        None => observe::forward_acquire(m, || unsafe { real::mutex_clocklock(m, clock, abstime) }),
     }
 }
 
@@ -102,13 +102,6 @@ pub unsafe extern "C" fn pthread_mutex_consistent(m: *mut pthread_mutex_t) -> c_
     // Only robust mutexes can be inconsistent, and those are glibc's.
     // SAFETY: the caller's mutex goes to glibc unchanged.
     unsafe { real::mutex_consistent(m) }
-}
-
-/// Notes a forwarded call for tracing, and passes glibc's result on.
-#[inline]
-fn forwarded(m: *mut pthread_mutex_t, result: c_int) -> c_int {
-    observe::forwarded(m as usize, result);
-    result
 }
 
 /// The old double-underscore names some programs still link against.

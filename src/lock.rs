@@ -69,6 +69,7 @@ fn take_ownership(m: &RawMutex, tid: i32, ty: i32) {
     if ty == kind::RECURSIVE {
         m.set_count(1);
     }
+    observe::locked(m, tid);
 }
 
 /// The owner locks again: recursive mutexes count, error-checking ones refuse.

@@ -32,6 +32,7 @@ use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicI16, AtomicI32, AtomicU32, AtomicU64};
 use libc::{c_int, pthread_mutex_t};
 
+use crate::observe::GiveUp;
 use crate::sys::{self, Deadline};
 
 pub const UNLOCKED: i32 = 0;
@@ -41,7 +42,6 @@ pub const CONTENDED: i32 = 2;
 /// `__kind` bits (glibc's `PTHREAD_MUTEX_*_NP` encoding).
 pub mod kind {
     pub const TYPE_MASK: i32 = 3;
-    pub const NORMAL: i32 = 0;
     pub const RECURSIVE: i32 = 1;
     pub const ERRORCHECK: i32 = 2;
     pub const ADAPTIVE: i32 = 3;
@@ -80,13 +80,23 @@ const _: () = assert!(core::mem::align_of::<RawMutex>() <= core::mem::align_of::
 
 /// How an acquisition that found the lock busy ended up with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Acquired {
-    /// While spinning, after this many pause iterations.
-    Spinning(u32),
-    /// After sleeping this many times.
-    Sleeping(u32),
-    /// Handed over by the previous owner after this many sleeps.
-    Handoff(u32),
+pub enum How {
+    /// Caught it free while spinning.
+    Spinning,
+    /// Took it after sleeping on the futex.
+    Sleeping,
+    /// Was handed it by the previous owner after sleeping.
+    Handoff,
+}
+
+/// The story of one contended acquisition.
+#[derive(Clone, Copy, Debug)]
+pub struct Acquired {
+    pub how: How,
+    /// Pause iterations spun.
+    pub spins: u32,
+    /// Times it went to sleep on the futex.
+    pub sleeps: u32,
 }
 
 impl RawMutex {
@@ -214,39 +224,44 @@ impl RawMutex {
     /// so, then sleeps. `Err` is `ETIMEDOUT` once `deadline` passes.
     pub fn acquire_contended(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
         let budget = crate::spin::budget(self);
-        if budget > 0 {
-            if let Some(iterations) = self.spin(budget) {
-                return Ok(Acquired::Spinning(iterations));
+        let spins = if budget > 0 {
+            match self.spin(budget) {
+                Ok(spins) => return Ok(Acquired { how: How::Spinning, spins, sleeps: 0 }),
+                Err(spins) => spins,
             }
-        }
-        self.sleep(deadline)
+        } else {
+            0
+        };
+        let (how, sleeps) = self.sleep(deadline)?;
+        Ok(Acquired { how, spins, sleeps })
     }
 
     /// Spins for at most `budget` pause iterations, only reading the word until it reads
     /// free. Gives up early when too many threads already spin or a handoff is pending
     /// (the lock will not be free then). Records what it learned in `__spins`.
-    fn spin(&self, budget: u32) -> Option<u32> {
+    /// `Ok`: the iterations it took to win; `Err`: the iterations spent in vain.
+    fn spin(&self, budget: u32) -> Result<u32, u32> {
         if self.spinners.fetch_add(1, Relaxed) >= crate::config::max_spinners() {
             self.spinners.fetch_sub(1, Relaxed);
-            crate::observe::gave_up_spinning(self, 0, crate::observe::GiveUp::TooManySpinners);
-            return None;
+            crate::observe::gave_up_spinning(self, 0, budget, GiveUp::TooManySpinners);
+            return Err(0);
         }
         let mut used = 0;
         let mut backoff = 1;
         let outcome = loop {
             if self.lock.load(Relaxed) == UNLOCKED {
                 if self.try_acquire() {
-                    break Some(used);
+                    break Ok(used);
                 }
                 // Lost to another thread: back off so spinners do not retry in lockstep.
                 backoff = (backoff * 2).min(crate::spin::MAX_BACKOFF);
             } else if self.handoff.load(Relaxed) != 0 {
-                crate::observe::gave_up_spinning(self, used, crate::observe::GiveUp::HandoffPending);
-                break None;
+                crate::observe::gave_up_spinning(self, used, budget, GiveUp::HandoffPending);
+                break Err(used);
             }
             if used >= budget {
-                crate::observe::gave_up_spinning(self, used, crate::observe::GiveUp::Budget(budget));
-                break None;
+                crate::observe::gave_up_spinning(self, used, budget, GiveUp::Budget);
+                break Err(used);
             }
             for _ in 0..backoff {
                 core::hint::spin_loop();
@@ -254,7 +269,7 @@ impl RawMutex {
             used += backoff;
         };
         self.spinners.fetch_sub(1, Relaxed);
-        crate::spin::learn(self, outcome, budget);
+        crate::spin::learn(self, outcome.ok());
         outcome
     }
 
@@ -269,7 +284,7 @@ impl RawMutex {
 
     /// Sleeps on the futex until the lock is ours. After losing the lock on waking
     /// `handoff_after` times, or after sleeping `handoff_wait` in all, asks for a handoff.
-    fn sleep(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
+    fn sleep(&self, deadline: Option<&Deadline>) -> Result<(How, u32), c_int> {
         let shared = self.shared();
         let handoff_after = if shared { 0 } else { crate::spin::handoff_after() };
         let handoff_wait = crate::config::handoff_wait_ns();
@@ -277,7 +292,7 @@ impl RawMutex {
         let mut sleeps = 0;
         loop {
             if self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
-                return Ok(Acquired::Sleeping(sleeps));
+                return Ok((How::Sleeping, sleeps));
             }
             let starving = handoff_after > 0
                 && sleeps > 0
@@ -310,7 +325,7 @@ impl RawMutex {
 
     /// Sleeps on the lock word and the handoff word at once, so both a grant and an
     /// ordinary wake-up (from glibc's own unlock, for one) reach us.
-    fn wait_for_handoff(&self, deadline: Option<&Deadline>, mut sleeps: u32) -> Result<Acquired, c_int> {
+    fn wait_for_handoff(&self, deadline: Option<&Deadline>, mut sleeps: u32) -> Result<(How, u32), c_int> {
         let mine = Self::my_request();
         let granted = mine | u64::from(GRANTED);
         crate::observe::handoff_requested(self);
@@ -318,7 +333,7 @@ impl RawMutex {
             let request = self.handoff.load(Acquire);
             if request == granted {
                 self.handoff.store(0, Relaxed);
-                return Ok(Acquired::Handoff(sleeps));
+                return Ok((How::Handoff, sleeps));
             }
             if request != mine {
                 // Our request was withdrawn (it cannot be: only stale ones are); carry on
@@ -329,7 +344,7 @@ impl RawMutex {
                 // The owner released instead of granting, so no grant can follow: only an
                 // owner grants, and we are the owner now.
                 self.handoff.store(0, Relaxed);
-                return Ok(Acquired::Sleeping(sleeps));
+                return Ok((How::Sleeping, sleeps));
             }
             crate::observe::sleeping(self);
             let r = sys::futex_wait_either(

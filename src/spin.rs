@@ -37,7 +37,7 @@ pub fn budget(m: &RawMutex) -> u32 {
 
 /// Moves the estimate towards what this acquisition needed: the iterations it spun if
 /// spinning won, or down by a step if the whole budget was spent in vain.
-pub fn learn(m: &RawMutex, won_after: Option<u32>, _budget: u32) {
+pub fn learn(m: &RawMutex, won_after: Option<u32>) {
     let estimate = m.spin_estimate() as i64;
     let target = match won_after {
         Some(iterations) => iterations as i64,

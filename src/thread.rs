@@ -14,6 +14,8 @@ use core::sync::atomic::{AtomicI32, AtomicU8, Ordering::Relaxed};
 core::arch::global_asm!(
     ".pushsection .tbss,\"awT\",@nobits",
     ".p2align 2",
+    ".globl spinmutex_cached_tid",
+    ".hidden spinmutex_cached_tid",
     ".type spinmutex_cached_tid, @object",
     ".size spinmutex_cached_tid, 4",
     "spinmutex_cached_tid:",

@@ -26,6 +26,7 @@ pub fn unlock(m: &RawMutex) -> c_int {
         }
         _ => {}
     }
+    crate::observe::unlocking(m);
     m.clear_owner();
     m.release();
     0

@@ -1,0 +1,231 @@
+//! Seeing the locks: decision tracing ([`trace`]) and per-mutex statistics ([`table`],
+//! [`report`]), both off unless the environment asks for them.
+//!
+//! The lock paths call the hooks below. With both features off a hook costs one relaxed
+//! load, and the uncontended path calls only `stats_on()`. The hooks never allocate
+//! (except tracing's one-time registration of each event, and the one-time capture of a
+//! mutex's first contended call site), and a hook that runs inside another hook on the
+//! same thread (an allocator that locks, say) does nothing but count itself dropped.
+
+mod report;
+mod symbolize;
+mod table;
+mod trace;
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use libc::{c_int, pthread_mutex_t};
+
+use crate::mutex::{Acquired, How, RawMutex};
+use crate::sys;
+
+/// Why a spinner stopped spinning and went to sleep.
+#[derive(Clone, Copy, Debug)]
+pub enum GiveUp {
+    /// Spun the whole budget without the lock coming free.
+    Budget,
+    /// Enough threads already spin on this mutex.
+    TooManySpinners,
+    /// A sleeper is about to be handed the lock.
+    HandoffPending,
+}
+
+impl GiveUp {
+    fn name(self) -> &'static str {
+        match self {
+            GiveUp::Budget => "budget",
+            GiveUp::TooManySpinners => "too_many_spinners",
+            GiveUp::HandoffPending => "handoff_pending",
+        }
+    }
+}
+
+static TRACE_ON: AtomicBool = AtomicBool::new(false);
+static STATS_ON: AtomicBool = AtomicBool::new(false);
+/// Events not written: the writer failed, or a hook ran inside another hook.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Set while this thread runs a hook.
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Tracing or statistics is on: the slow path then measures how long it waits.
+#[inline]
+pub fn enabled() -> bool {
+    TRACE_ON.load(Relaxed) || STATS_ON.load(Relaxed)
+}
+
+/// Statistics are on: the only check on the uncontended path.
+#[inline(always)]
+pub fn stats_on() -> bool {
+    STATS_ON.load(Relaxed)
+}
+
+#[inline]
+fn tracing() -> bool {
+    TRACE_ON.load(Relaxed)
+}
+
+/// Runs `f` unless this thread is already inside a hook.
+fn guarded(f: impl FnOnce()) {
+    let entered = IN_HOOK.try_with(|h| !h.replace(true)).unwrap_or(false);
+    if !entered {
+        DROPPED.fetch_add(1, Relaxed);
+        return;
+    }
+    f();
+    let _ = IN_HOOK.try_with(|h| h.set(false));
+}
+
+/// Reads SPINMUTEX_TRACE* and SPINMUTEX_STATS*; called by the constructor.
+pub fn init() {
+    if table::init() {
+        report::init();
+        STATS_ON.store(true, Relaxed);
+    }
+    if trace::init() {
+        TRACE_ON.store(true, Relaxed);
+    }
+}
+
+/// At exit: the statistics report, and the count of dropped events if any.
+pub fn at_exit() {
+    if stats_on() {
+        report::print(true);
+    }
+    if tracing() {
+        trace::finish(DROPPED.load(Relaxed));
+    }
+}
+
+pub fn after_fork_in_child() {
+    table::after_fork_in_child();
+    trace::after_fork_in_child();
+    DROPPED.store(0, Relaxed);
+}
+
+/// `init` or `destroy` of the mutex at `addr`: its statistics start again.
+pub fn reset(addr: usize) {
+    if stats_on() {
+        table::reset(addr);
+    }
+}
+
+/// The caller now owns `m` (any acquisition). Statistics only.
+#[inline]
+pub fn locked(m: &RawMutex, tid: i32) {
+    if stats_on() {
+        guarded(|| table::locked(m.addr(), m.kind(), tid, sys::now_ns()));
+    }
+}
+
+/// The owner is about to release `m`. Statistics only.
+#[inline]
+pub fn unlocking(m: &RawMutex) {
+    if stats_on() {
+        guarded(|| table::unlocking(m.addr(), sys::now_ns()));
+    }
+}
+
+/// A contended acquisition of `m` ended; `started_ns` is when it found the lock busy.
+pub fn acquired(m: &RawMutex, a: Acquired, started_ns: u64) {
+    let wait_ns = sys::now_ns().saturating_sub(started_ns);
+    guarded(|| {
+        if stats_on() {
+            table::contended(m.addr(), a.spins, a.sleeps, a.how == How::Handoff, wait_ns);
+        }
+        if tracing() {
+            let how = match a.how {
+                How::Spinning => "spin",
+                How::Sleeping => "sleep",
+                How::Handoff => "handoff",
+            };
+            trace::acquired(m.addr(), how, a.spins, a.sleeps, wait_ns);
+        }
+    });
+}
+
+pub fn gave_up_spinning(m: &RawMutex, spun: u32, budget: u32, why: GiveUp) {
+    if tracing() {
+        guarded(|| trace::spin_give_up(m.addr(), why.name(), spun, budget));
+    }
+}
+
+pub fn sleeping(m: &RawMutex) {
+    if tracing() {
+        guarded(|| trace::simple(m.addr(), "sleep"));
+    }
+}
+
+pub fn woke(m: &RawMutex) {
+    if tracing() {
+        guarded(|| trace::simple(m.addr(), "wake"));
+    }
+}
+
+pub fn handoff_requested(m: &RawMutex) {
+    if tracing() {
+        guarded(|| trace::simple(m.addr(), "handoff_request"));
+    }
+}
+
+pub fn handed_off(m: &RawMutex, to_tid: i32) {
+    if tracing() {
+        guarded(|| trace::handoff(m.addr(), to_tid));
+    }
+}
+
+pub fn timed_out(m: &RawMutex) {
+    guarded(|| {
+        if stats_on() {
+            table::timed_out(m.addr());
+        }
+        if tracing() {
+            trace::simple(m.addr(), "timeout");
+        }
+    });
+}
+
+/// An acquiring call forwarded to glibc. Statistics see it like one of ours (contended
+/// when the lock word was busy on entry); tracing notes it when it was contended or
+/// failed, so an uncontended forwarded lock stays silent.
+#[inline]
+pub fn forward_acquire(m: *mut pthread_mutex_t, call: impl FnOnce() -> c_int) -> c_int {
+    if !enabled() {
+        return call();
+    }
+    // SAFETY: the caller's mutex pointer, read only through atomics.
+    let raw = unsafe { RawMutex::from_ptr(m) };
+    let busy = raw.is_locked();
+    let started = sys::now_ns();
+    let result = call();
+    let wait_ns = sys::now_ns() - started;
+    guarded(|| {
+        if stats_on() && result == 0 {
+            if busy {
+                table::contended(raw.addr(), 0, 0, false, wait_ns);
+            }
+            table::locked(raw.addr(), raw.kind(), crate::thread::tid(), sys::now_ns());
+        }
+        if tracing() && (busy || result != 0) {
+            trace::forward(raw.addr(), result, wait_ns);
+        }
+    });
+    result
+}
+
+/// A release forwarded to glibc.
+#[inline]
+pub fn forward_release(m: *mut pthread_mutex_t, call: impl FnOnce() -> c_int) -> c_int {
+    if stats_on() {
+        // SAFETY: the caller's mutex pointer, read only through atomics.
+        unlocking(unsafe { RawMutex::from_ptr(m) });
+    }
+    call()
+}
+
+/// Counts one event lost by the writer.
+fn dropped() {
+    DROPPED.fetch_add(1, Relaxed);
+}
