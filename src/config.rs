@@ -124,7 +124,7 @@ fn load() -> Strategy {
                     report(
                         "SPINMUTEX_SPIN_LIMIT",
                         v,
-                        "an iteration count 0..1000000 or a duration up to 1s such as 5us",
+                        "an iteration count 0..1000000, or a duration up to 1s in ns, us, ms or s such as 5us",
                         "8us",
                     );
                     DEFAULT_SPIN_LIMIT_NS
@@ -166,7 +166,7 @@ fn load() -> Strategy {
                 report(
                     "SPINMUTEX_HANDOFF_WAIT",
                     v,
-                    "a duration up to 10s such as 500us (0: no time bound)",
+                    "0 (no time bound) or a duration up to 10s in ns, us, ms or s such as 500us",
                     "1ms",
                 );
                 DEFAULT_HANDOFF_WAIT_NS
