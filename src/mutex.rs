@@ -354,21 +354,18 @@ impl RawMutex {
                 mine as u32 as i32,
                 deadline,
             );
+            if r == libc::ENOSYS {
+                // No futex_waitv (kernel < 5.16): handoffs are off from now on.
+                crate::spin::disable_handoff();
+            }
+            let withdraw = || self.handoff.compare_exchange(mine, 0, Relaxed, Relaxed).is_ok();
             match r {
-                libc::ETIMEDOUT => {
-                    if self.handoff.compare_exchange(mine, 0, Relaxed, Relaxed).is_ok() {
-                        crate::observe::timed_out(self);
-                        return Err(libc::ETIMEDOUT);
-                    }
-                    // Granted just as time ran out: the lock is ours.
+                libc::ETIMEDOUT if withdraw() => {
+                    crate::observe::timed_out(self);
+                    return Err(libc::ETIMEDOUT);
                 }
-                libc::ENOSYS => {
-                    // No futex_waitv (kernel < 5.16): withdraw and sleep the plain way.
-                    crate::spin::disable_handoff();
-                    if self.handoff.compare_exchange(mine, 0, Relaxed, Relaxed).is_ok() {
-                        return self.sleep(deadline);
-                    }
-                }
+                libc::ENOSYS if withdraw() => return self.sleep(deadline),
+                // Woken, or granted just as time ran out: look again.
                 _ => {}
             }
             sleeps += 1;

@@ -19,11 +19,7 @@ pub fn unlock(m: &RawMutex) -> c_int {
                 return 0;
             }
         }
-        kind::ERRORCHECK => {
-            if m.owner() != thread::tid() || !m.is_locked() {
-                return libc::EPERM;
-            }
-        }
+        kind::ERRORCHECK if m.owner() != thread::tid() || !m.is_locked() => return libc::EPERM,
         _ => {}
     }
     crate::observe::unlocking(m);
