@@ -12,7 +12,9 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     match served(m) {
         Some(mutex) => lock::lock(mutex, None),
         // SAFETY: the caller's mutex goes to glibc unchanged.
-        None => observe::forward_acquire(m, || unsafe { real::mutex_lock(m) }),
+        None if !observe::enabled() => unsafe { real::mutex_lock(m) },
+        // SAFETY: as above.
+        None => unsafe { forward(m, Call::Lock) },
     }
 }
 
@@ -21,7 +23,9 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
     match served(m) {
         Some(mutex) => lock::trylock(mutex),
         // SAFETY: the caller's mutex goes to glibc unchanged.
-        None => observe::forward_acquire(m, || unsafe { real::mutex_trylock(m) }),
+        None if !observe::enabled() => unsafe { real::mutex_trylock(m) },
+        // SAFETY: as above.
+        None => unsafe { forward(m, Call::TryLock) },
     }
 }
 
@@ -30,7 +34,9 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
     match served(m) {
         Some(mutex) => unlock::unlock(mutex),
         // SAFETY: the caller's mutex goes to glibc unchanged.
-        None => observe::forward_release(m, || unsafe { real::mutex_unlock(m) }),
+        None if !observe::enabled() => unsafe { real::mutex_unlock(m) },
+        // SAFETY: as above.
+        None => unsafe { forward(m, Call::Unlock) },
     }
 }
 
@@ -40,7 +46,9 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(m: *mut pthread_mutex_t, abstim
         // SAFETY: POSIX requires `abstime` to point to a timespec.
         Some(mutex) => unsafe { timed_lock(mutex, libc::CLOCK_REALTIME, abstime) },
         // SAFETY: the caller's arguments go to glibc unchanged.
-        None => observe::forward_acquire(m, || unsafe { real::mutex_timedlock(m, abstime) }),
+        None if !observe::enabled() => unsafe { real::mutex_timedlock(m, abstime) },
+        // SAFETY: as above.
+        None => unsafe { forward(m, Call::TimedLock(abstime)) },
     }
 }
 
@@ -54,7 +62,35 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
         // SAFETY: POSIX requires `abstime` to point to a timespec.
         Some(mutex) => unsafe { timed_lock(mutex, clock, abstime) },
         // SAFETY: the caller's arguments go to glibc unchanged.
-        None => observe::forward_acquire(m, || unsafe { real::mutex_clocklock(m, clock, abstime) }),
+        None if !observe::enabled() => unsafe { real::mutex_clocklock(m, clock, abstime) },
+        // SAFETY: as above.
+        None => unsafe { forward(m, Call::ClockLock(clock, abstime)) },
+    }
+}
+
+/// A call this library does not serve, with its arguments.
+enum Call {
+    Lock,
+    TryLock,
+    Unlock,
+    TimedLock(*const timespec),
+    ClockLock(clockid_t, *const timespec),
+}
+
+/// Passes a call to glibc's own function while tracing or statistics are on, so they
+/// see it. Out of line: neither the served path nor plain forwarding pays for it.
+#[cold]
+#[inline(never)]
+unsafe fn forward(m: *mut pthread_mutex_t, call: Call) -> c_int {
+    // SAFETY (every arm): the caller's arguments go to glibc unchanged.
+    match call {
+        Call::Lock => observe::forward_acquire(m, || unsafe { real::mutex_lock(m) }),
+        Call::TryLock => observe::forward_acquire(m, || unsafe { real::mutex_trylock(m) }),
+        Call::TimedLock(at) => observe::forward_acquire(m, || unsafe { real::mutex_timedlock(m, at) }),
+        Call::ClockLock(clock, at) => {
+            observe::forward_acquire(m, || unsafe { real::mutex_clocklock(m, clock, at) })
+        }
+        Call::Unlock => observe::forward_release(m, || unsafe { real::mutex_unlock(m) }),
     }
 }
 

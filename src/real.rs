@@ -21,11 +21,18 @@ impl Real {
     }
 
     /// The function's address, or null if glibc lacks it.
+    #[inline(always)]
     fn get(&self) -> *mut c_void {
         let addr = self.addr.load(Relaxed);
         if !addr.is_null() {
             return addr;
         }
+        self.resolve()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resolve(&self) -> *mut c_void {
         // SAFETY: RTLD_NEXT with a NUL-terminated name is dlsym's documented use.
         let addr = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
         self.addr.store(addr, Relaxed);

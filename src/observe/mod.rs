@@ -113,19 +113,32 @@ pub fn reset(addr: usize) {
 }
 
 /// The caller now owns `m` (any acquisition). Statistics only.
-#[inline]
+#[inline(always)]
 pub fn locked(m: &RawMutex, tid: i32) {
     if stats_on() {
-        guarded(|| table::locked(m.addr(), m.kind(), tid, sys::now_ns()));
+        count_locked(m, tid);
     }
 }
 
 /// The owner is about to release `m`. Statistics only.
-#[inline]
+#[inline(always)]
 pub fn unlocking(m: &RawMutex) {
     if stats_on() {
-        guarded(|| table::unlocking(m.addr(), sys::now_ns()));
+        count_unlocking(m);
     }
+}
+
+// Kept out of line so that the uncontended path stays a leaf with no stack frame.
+#[cold]
+#[inline(never)]
+fn count_locked(m: &RawMutex, tid: i32) {
+    guarded(|| table::locked(m.addr(), m.kind(), tid, sys::now_ns()));
+}
+
+#[cold]
+#[inline(never)]
+fn count_unlocking(m: &RawMutex) {
+    guarded(|| table::unlocking(m.addr(), sys::now_ns()));
 }
 
 /// A contended acquisition of `m` ended; `started_ns` is when it found the lock busy.
@@ -187,14 +200,11 @@ pub fn timed_out(m: &RawMutex) {
     });
 }
 
-/// An acquiring call forwarded to glibc. Statistics see it like one of ours (contended
-/// when the lock word was busy on entry); tracing notes it when it was contended or
-/// failed, so an uncontended forwarded lock stays silent.
-#[inline]
+/// An acquiring call forwarded to glibc while tracing or statistics are on. Statistics
+/// see it like one of ours (contended when the lock word was busy on entry); tracing
+/// notes it when it was contended or failed, so an uncontended forwarded lock stays
+/// silent.
 pub fn forward_acquire(m: *mut pthread_mutex_t, call: impl FnOnce() -> c_int) -> c_int {
-    if !enabled() {
-        return call();
-    }
     // SAFETY: the caller's mutex pointer, read only through atomics.
     let raw = unsafe { RawMutex::from_ptr(m) };
     let busy = raw.is_locked();
@@ -215,12 +225,11 @@ pub fn forward_acquire(m: *mut pthread_mutex_t, call: impl FnOnce() -> c_int) ->
     result
 }
 
-/// A release forwarded to glibc.
-#[inline]
+/// A release forwarded to glibc while tracing or statistics are on.
 pub fn forward_release(m: *mut pthread_mutex_t, call: impl FnOnce() -> c_int) -> c_int {
     if stats_on() {
         // SAFETY: the caller's mutex pointer, read only through atomics.
-        unlocking(unsafe { RawMutex::from_ptr(m) });
+        count_unlocking(unsafe { RawMutex::from_ptr(m) });
     }
     call()
 }

@@ -214,7 +214,7 @@ fn text(out: &mut FdWriter, top: &Top, symbolize: bool) -> fmt::Result {
         "max ms",
         "type"
     )?;
-    let mut symbolizer = symbolize.then(super::symbolize::Symbolizer::new);
+    let mut symbolizer = symbolizer(symbolize, top);
     for (rank, &i) in top.rows[..top.len].iter().enumerate() {
         let s = &slots[i];
         let locked = s.acquisitions.load(Relaxed);
@@ -239,7 +239,7 @@ fn text(out: &mut FdWriter, top: &Top, symbolize: bool) -> fmt::Result {
         let site = s.callsite[0].load(Relaxed);
         match (&mut symbolizer, site) {
             (_, 0) => writeln!(out, "-")?,
-            (Some(sym), _) => writeln!(out, "{}", sym.describe(site))?,
+            (Some(sym), _) => writeln!(out, "{}", sym.describe(call_of(site)))?,
             (None, _) => writeln!(out, "{site:#x}")?,
         }
     }
@@ -286,7 +286,7 @@ fn json(out: &mut FdWriter, top: &Top, symbolize: bool) -> fmt::Result {
         top.used,
         table::OVERFLOW.load(Relaxed)
     )?;
-    let mut symbolizer = symbolize.then(super::symbolize::Symbolizer::new);
+    let mut symbolizer = symbolizer(symbolize, top);
     for (rank, &i) in top.rows[..top.len].iter().enumerate() {
         let s = &slots[i];
         if rank > 0 {
@@ -308,7 +308,7 @@ fn json(out: &mut FdWriter, top: &Top, symbolize: bool) -> fmt::Result {
         out.write_str("]")?;
         let site = s.callsite[0].load(Relaxed);
         if let (Some(sym), true) = (&mut symbolizer, site != 0) {
-            write!(out, ",\"callsite\":\"{}\"", sym.describe(site).escape_default())?;
+            write!(out, ",\"callsite\":\"{}\"", sym.describe(call_of(site)).escape_default())?;
         }
         out.write_str("}")?;
     }
@@ -325,6 +325,30 @@ fn json(out: &mut FdWriter, top: &Top, symbolize: bool) -> fmt::Result {
         first = false;
     }
     out.write_str("}}\n")
+}
+
+/// A symbolizer primed with every call site of the report (one `addr2line` run per
+/// module), or none for the on-demand report.
+fn symbolizer(symbolize: bool, top: &Top) -> Option<super::symbolize::Symbolizer> {
+    if !symbolize {
+        return None;
+    }
+    let mut symbolizer = super::symbolize::Symbolizer::new();
+    let slots = table::slots();
+    let sites: Vec<usize> = top.rows[..top.len]
+        .iter()
+        .map(|&i| slots[i].callsite[0].load(Relaxed))
+        .filter(|&site| site != 0)
+        .map(call_of)
+        .collect();
+    symbolizer.describe_all(&sites);
+    Some(symbolizer)
+}
+
+/// A return address points after the call; one byte back is inside the call itself,
+/// which is the line a reader wants.
+fn call_of(return_address: usize) -> usize {
+    return_address - 1
 }
 
 fn counters(out: &mut FdWriter, s: &Slot) -> fmt::Result {

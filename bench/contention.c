@@ -1,0 +1,296 @@
+/*
+ * The contention workload behind `spinmutex bench`.
+ *
+ * T threads share one pthread mutex. Each iteration: lock, L "pause" instructions
+ * (the load), increment a shared counter, unlock, then L pauses outside the lock.
+ * The threads start together on a barrier and run for a fixed duration.
+ *
+ * Linked into the `spinmutex` command only (never into the preloaded library); the
+ * command runs it as `spinmutex __workload ARGS...` in a child process with
+ * LD_PRELOAD set, so pthread_mutex_lock/unlock below go through the PLT to whatever
+ * library is preloaded: exactly what a user's program gets.
+ *
+ * Output: one line on stdout of space-separated key=value pairs. Exit status 0 when
+ * the shared counter equals the sum of the per-thread counts, 1 on a lost update,
+ * 2 on bad arguments, 3 when the system refuses a resource (threads, memory).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() __asm__ __volatile__("" ::: "memory")
+#endif
+
+/* Acquisition waits are timed on every SAMPLE_EVERY-th iteration of a thread and kept
+ * in a per-thread ring of WAIT_SLOTS entries (the latest ones), allocated before the
+ * start. A thread with fewer than SAMPLE_EVERY acquisitions contributes no sample. */
+#define SAMPLE_EVERY 64
+#define WAIT_SLOTS 2048
+
+struct worker {
+    pthread_t thread;
+    unsigned long ops;
+    unsigned long waits_recorded;
+    uint64_t *waits; /* WAIT_SLOTS nanosecond samples (ring) */
+    char pad[64];
+};
+
+static pthread_mutex_t the_lock;
+static unsigned long shared_counter; /* only touched under the_lock */
+static volatile int stop_flag;
+static pthread_barrier_t start_barrier;
+static unsigned load;
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void spin_load(unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        CPU_RELAX();
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    unsigned long ops = 0;
+    unsigned long recorded = 0;
+    pthread_barrier_wait(&start_barrier);
+    while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
+        /* The 64th, 128th, ... acquisition: never the first, whose wait is the
+         * start-up stampede of all threads leaving the barrier at once. */
+        if ((ops % SAMPLE_EVERY) == SAMPLE_EVERY - 1) {
+            uint64_t t0 = now_ns();
+            pthread_mutex_lock(&the_lock);
+            uint64_t t1 = now_ns();
+            w->waits[recorded % WAIT_SLOTS] = t1 - t0;
+            recorded++;
+        } else {
+            pthread_mutex_lock(&the_lock);
+        }
+        spin_load(load);
+        shared_counter++;
+        pthread_mutex_unlock(&the_lock);
+        ops++;
+        spin_load(load);
+    }
+    w->ops = ops;
+    w->waits_recorded = recorded;
+    return NULL;
+}
+
+/* Nanoseconds per pause: the best of several timed batches (preemption only ever
+ * makes a batch slower, so the minimum is the least disturbed estimate). */
+static double measure_pause_ns(void)
+{
+    const unsigned batch = 20000;
+    double best = 0.0;
+    for (int round = 0; round < 7; round++) {
+        uint64_t t0 = now_ns();
+        spin_load(batch);
+        uint64_t t1 = now_ns();
+        double per = (double)(t1 - t0) / batch;
+        if (round == 0 || per < best)
+            best = per;
+    }
+    return best;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double tv_seconds(struct timeval tv)
+{
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static int usage(const char *msg)
+{
+    fprintf(stderr,
+            "spinmutex __workload: %s\n"
+            "usage: spinmutex __workload [--threads N] [--load L] [--duration-ms MS]\n"
+            "                            [--adaptive] [--timeout-s S]\n",
+            msg);
+    return 2;
+}
+
+static int parse_ulong(const char *s, unsigned long max, unsigned long *out)
+{
+    char *end = NULL;
+    if (s == NULL || *s == '\0' || *s == '-')
+        return -1;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int spinmutex_contention_main(int argc, char **argv)
+{
+    unsigned long threads = 4, duration_ms = 300, timeout_s = 0, load_arg = 10;
+    int adaptive = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--adaptive") == 0) {
+            adaptive = 1;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (parse_ulong(v, 100000, &threads) != 0 || threads == 0)
+                return usage("--threads needs a whole number from 1 to 100000");
+            i++;
+        } else if (strcmp(a, "--load") == 0) {
+            if (parse_ulong(v, 10000000, &load_arg) != 0)
+                return usage("--load needs a whole number of pauses from 0 to 10000000");
+            i++;
+        } else if (strcmp(a, "--duration-ms") == 0) {
+            if (parse_ulong(v, 86400000, &duration_ms) != 0 || duration_ms == 0)
+                return usage("--duration-ms needs a whole number of milliseconds, at least 1");
+            i++;
+        } else if (strcmp(a, "--timeout-s") == 0) {
+            if (parse_ulong(v, 86400, &timeout_s) != 0)
+                return usage("--timeout-s needs a whole number of seconds");
+            i++;
+        } else {
+            char msg[256];
+            snprintf(msg, sizeof msg, "unknown argument '%s'", a);
+            return usage(msg);
+        }
+    }
+    load = (unsigned)load_arg;
+
+    /* A hung run (a deadlocked lock) ends by SIGALRM instead of hanging the bench. */
+    if (timeout_s == 0)
+        timeout_s = duration_ms / 1000 + 60;
+    alarm((unsigned)timeout_s);
+
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_t *attrp = NULL;
+    if (adaptive) {
+        pthread_mutexattr_init(&attr);
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+        attrp = &attr;
+    }
+    if (pthread_mutex_init(&the_lock, attrp) != 0) {
+        fprintf(stderr, "spinmutex __workload: pthread_mutex_init failed\n");
+        return 3;
+    }
+    if (attrp)
+        pthread_mutexattr_destroy(&attr);
+
+    double pause_ns = measure_pause_ns();
+
+    struct worker *workers = calloc(threads, sizeof *workers);
+    if (workers == NULL) {
+        fprintf(stderr, "spinmutex __workload: out of memory\n");
+        return 3;
+    }
+    for (unsigned long t = 0; t < threads; t++) {
+        workers[t].waits = calloc(WAIT_SLOTS, sizeof(uint64_t));
+        if (workers[t].waits == NULL) {
+            fprintf(stderr, "spinmutex __workload: out of memory\n");
+            return 3;
+        }
+    }
+
+    pthread_barrier_init(&start_barrier, NULL, (unsigned)threads + 1);
+    pthread_attr_t tattr;
+    pthread_attr_init(&tattr);
+    pthread_attr_setstacksize(&tattr, 256 * 1024);
+    for (unsigned long t = 0; t < threads; t++) {
+        int err = pthread_create(&workers[t].thread, &tattr, worker_main, &workers[t]);
+        if (err != 0) {
+            fprintf(stderr, "spinmutex __workload: pthread_create: %s\n", strerror(err));
+            _exit(3); /* the started threads wait on the barrier forever */
+        }
+    }
+    pthread_attr_destroy(&tattr);
+
+    struct rusage ru0, ru1;
+    pthread_barrier_wait(&start_barrier);
+    getrusage(RUSAGE_SELF, &ru0);
+    uint64_t start = now_ns();
+    struct timespec nap = {(time_t)(duration_ms / 1000), (long)(duration_ms % 1000) * 1000000L};
+    while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
+    }
+    __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+    uint64_t stop = now_ns();
+    for (unsigned long t = 0; t < threads; t++)
+        pthread_join(workers[t].thread, NULL);
+    getrusage(RUSAGE_SELF, &ru1);
+    alarm(0);
+
+    unsigned long total = 0, min_ops = 0, max_ops = 0, samples = 0;
+    for (unsigned long t = 0; t < threads; t++) {
+        unsigned long ops = workers[t].ops;
+        total += ops;
+        if (t == 0 || ops < min_ops)
+            min_ops = ops;
+        if (ops > max_ops)
+            max_ops = ops;
+        samples += workers[t].waits_recorded < WAIT_SLOTS ? workers[t].waits_recorded : WAIT_SLOTS;
+    }
+
+    uint64_t p50 = 0, p99 = 0, pmax = 0;
+    uint64_t *all = samples ? malloc(samples * sizeof(uint64_t)) : NULL;
+    if (all != NULL) {
+        unsigned long k = 0;
+        for (unsigned long t = 0; t < threads; t++) {
+            unsigned long n = workers[t].waits_recorded < WAIT_SLOTS ? workers[t].waits_recorded : WAIT_SLOTS;
+            memcpy(all + k, workers[t].waits, n * sizeof(uint64_t));
+            k += n;
+        }
+        qsort(all, samples, sizeof(uint64_t), cmp_u64);
+        p50 = all[(samples - 1) / 2];
+        p99 = all[(unsigned long)((double)(samples - 1) * 0.99)];
+        pmax = all[samples - 1];
+        free(all);
+    }
+
+    double elapsed = (double)(stop - start) / 1e9;
+    double user = tv_seconds(ru1.ru_utime) - tv_seconds(ru0.ru_utime);
+    double sys = tv_seconds(ru1.ru_stime) - tv_seconds(ru0.ru_stime);
+    int counter_ok = shared_counter == total;
+
+    printf("threads=%lu load=%u adaptive=%d duration_ms=%lu ops=%lu elapsed_s=%.6f ops_per_s=%.1f "
+           "cpu_s=%.6f user_s=%.6f sys_s=%.6f min_thread_ops=%lu mean_thread_ops=%.1f "
+           "max_thread_ops=%lu wait_samples=%lu wait_p50_ns=%llu wait_p99_ns=%llu "
+           "wait_max_ns=%llu pause_ns=%.3f vol_ctx=%ld invol_ctx=%ld counter=%lu counter_ok=%d\n",
+           threads, load, adaptive, duration_ms, total, elapsed, elapsed > 0 ? (double)total / elapsed : 0.0,
+           user + sys, user, sys, min_ops, (double)total / (double)threads, max_ops, samples,
+           (unsigned long long)p50, (unsigned long long)p99, (unsigned long long)pmax, pause_ns,
+           ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, shared_counter, counter_ok);
+    fflush(stdout);
+
+    for (unsigned long t = 0; t < threads; t++)
+        free(workers[t].waits);
+    free(workers);
+    pthread_barrier_destroy(&start_barrier);
+    pthread_mutex_destroy(&the_lock);
+
+    if (!counter_ok) {
+        fprintf(stderr, "spinmutex __workload: LOST UPDATE: shared counter %lu, sum of per-thread counts %lu\n",
+                shared_counter, total);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,160 @@
+/* fork while other threads contend.
+ * Part 1: the forking thread holds the contended mutex A (others are queued on it and
+ *   may be sleeping or spinning). The child, with only one thread, unlocks A, relocks it,
+ *   locks another mutex B (static, used before by the parent), then starts threads that
+ *   contend on A with an exact count, and exits 0. The parent unlocks A and checks.
+ * Part 2: fork without holding anything while threads contend on C, with a
+ *   pthread_atfork prepare handler that takes C and parent/child handlers that release
+ *   it (the pattern allocators use). The child contends on C with its own threads.
+ * The parent's contenders keep an exact count throughout. */
+#include "check.h"
+
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+#define CONTENDERS 3
+#define FORKS 10
+#define CHILD_THREADS 2
+#define CHILD_ITERS 3000
+
+static pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t b = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t c = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+static volatile long count_a, count_c;
+static atomic_int stop;
+static long done_a[CONTENDERS], done_c[CONTENDERS];
+
+static void *contender(void *arg) {
+    long id = (long)arg;
+    while (!atomic_load(&stop)) {
+        OK(pthread_mutex_lock(&a));
+        count_a++;
+        OK(pthread_mutex_unlock(&a));
+        done_a[id]++;
+        OK(pthread_mutex_lock(&c));
+        count_c++;
+        OK(pthread_mutex_unlock(&c));
+        done_c[id]++;
+    }
+    return NULL;
+}
+
+static pthread_mutex_t *child_mutex;
+static volatile long child_count;
+static void *child_worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < CHILD_ITERS; i++) {
+        OK(pthread_mutex_lock(child_mutex));
+        long v = child_count;
+        if ((i & 255) == 0) sched_yield();
+        child_count = v + 1;
+        OK(pthread_mutex_unlock(child_mutex));
+    }
+    return NULL;
+}
+
+static void child_contend(pthread_mutex_t *m) {
+    child_mutex = m;
+    child_count = 0;
+    pthread_t t[CHILD_THREADS];
+    for (int i = 0; i < CHILD_THREADS; i++) t[i] = start_thread(child_worker, NULL);
+    for (int i = 0; i < CHILD_THREADS; i++) join_thread(t[i]);
+    if (child_count != (long)CHILD_THREADS * CHILD_ITERS)
+        fail("child: count %ld, expected %ld", child_count, (long)CHILD_THREADS * CHILD_ITERS);
+}
+
+/* Errorcheck and recursive mutexes in the child: ownership is by the child's tid. */
+static void child_typed_checks(void) {
+    pthread_mutex_t e, r;
+    init_typed(&e, PTHREAD_MUTEX_ERRORCHECK);
+    init_typed(&r, PTHREAD_MUTEX_RECURSIVE);
+    OK(pthread_mutex_lock(&e));
+    if (e.__data.__owner != gettid()) fail("errorcheck __owner %d in the child, child tid %d", e.__data.__owner, gettid());
+    EXPECT_RC(pthread_mutex_lock(&e), EDEADLK);
+    OK(pthread_mutex_unlock(&e));
+    EXPECT_RC(pthread_mutex_unlock(&e), EPERM);
+    OK(pthread_mutex_lock(&r));
+    OK(pthread_mutex_lock(&r));
+    if (r.__data.__owner != gettid() || r.__data.__count != 2) fail("recursive mutex in the child: __owner %d __count %u", r.__data.__owner, r.__data.__count);
+    OK(pthread_mutex_unlock(&r));
+    OK(pthread_mutex_unlock(&r));
+    EXPECT_RC(pthread_mutex_unlock(&r), EPERM);
+}
+
+static void prepare(void) { OK(pthread_mutex_lock(&c)); }
+static void parent_after(void) { OK(pthread_mutex_unlock(&c)); }
+static void child_after(void) { OK(pthread_mutex_unlock(&c)); }
+
+static void reap(pid_t pid, const char *what, int i) {
+    int status;
+    if (waitpid(pid, &status, 0) != pid) fail("waitpid: %s", strerror(errno));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail("%s %d: child ended with status 0x%x", what, i, status);
+}
+
+int main(void) {
+    test_begin("fork_contended", 30);
+    test_name = "fork_contended (parent)";
+    /* Use b in the parent first so that whatever state it has is inherited. */
+    OK(pthread_mutex_lock(&b));
+    OK(pthread_mutex_unlock(&b));
+    pthread_t t[CONTENDERS];
+    for (long i = 0; i < CONTENDERS; i++) t[i] = start_thread(contender, (void *)i);
+    usleep(2000);
+
+    for (int i = 0; i < FORKS; i++) {
+        OK(pthread_mutex_lock(&a));
+        usleep(200); /* let the contenders queue up on a */
+        pid_t pid = fork();
+        if (pid < 0) fail("fork: %s", strerror(errno));
+        if (pid == 0) {
+            test_name = "fork_contended (child, forked holding the mutex)";
+            alarm(20);
+            OK(pthread_mutex_unlock(&a));
+            OK(pthread_mutex_lock(&a));
+            /* The owner recorded is the child's own thread id, not the parent's. */
+            if (a.__data.__owner != gettid()) fail("__owner %d after relocking in the child, child tid %d", a.__data.__owner, gettid());
+            child_typed_checks();
+            OK(pthread_mutex_lock(&b));
+            EXPECT_RC(pthread_mutex_trylock(&a), EBUSY);
+            OK(pthread_mutex_unlock(&b));
+            OK(pthread_mutex_unlock(&a));
+            child_contend(&a);
+            child_contend(&b);
+            _exit(0);
+        }
+        OK(pthread_mutex_unlock(&a));
+        reap(pid, "fork holding the mutex", i);
+    }
+
+    OK(pthread_atfork(prepare, parent_after, child_after));
+    for (int i = 0; i < FORKS; i++) {
+        usleep(500);
+        pid_t pid = fork();
+        if (pid < 0) fail("fork: %s", strerror(errno));
+        if (pid == 0) {
+            test_name = "fork_contended (child, atfork)";
+            alarm(20);
+            child_typed_checks();
+            OK(pthread_mutex_lock(&c));
+            OK(pthread_mutex_unlock(&c));
+            child_contend(&c);
+            OK(pthread_mutex_lock(&b));
+            OK(pthread_mutex_unlock(&b));
+            _exit(0);
+        }
+        reap(pid, "fork with atfork handlers", i);
+    }
+
+    atomic_store(&stop, 1);
+    long total_a = 0, total_c = 0;
+    for (int i = 0; i < CONTENDERS; i++) {
+        join_thread(t[i]);
+        total_a += done_a[i];
+        total_c += done_c[i];
+    }
+    if (count_a != total_a) fail("parent: count under a %ld, expected %ld", count_a, total_a);
+    if (count_c != total_c) fail("parent: count under c %ld, expected %ld", count_c, total_c);
+    if (total_a == 0) fail("the contenders made no progress");
+    return 0;
+}

@@ -1,0 +1,325 @@
+//! Hand-written SVG: small-multiple line charts with a log x axis.
+
+use std::fmt::Write as _;
+
+/// One line of a panel.
+pub struct Series {
+    pub name: String,
+    /// (x, y) points; x > 0 (log axis). Points with a non-finite y are skipped.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One panel: a title, its lines and an optional horizontal bound.
+pub struct Panel {
+    pub title: String,
+    pub series: Vec<Series>,
+    /// Drawn as a dashed line; labelled as off scale when far above the data.
+    pub bound: Option<f64>,
+}
+
+pub struct Chart {
+    pub title: String,
+    pub subtitle: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_ticks: Vec<f64>,
+    pub panels: Vec<Panel>,
+}
+
+const PANEL_W: f64 = 330.0;
+const PANEL_H: f64 = 250.0;
+const MARGIN_L: f64 = 62.0;
+const MARGIN_R: f64 = 14.0;
+const MARGIN_T: f64 = 28.0;
+const MARGIN_B: f64 = 44.0;
+const HEADER_H: f64 = 78.0;
+const PALETTE: &[&str] =
+    &["#1f77b4", "#17becf", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"];
+
+/// The colour of a series, fixed for the usual strategy names.
+pub fn colour(name: &str, index: usize) -> &'static str {
+    match name {
+        "glibc" => "#1f77b4",
+        "glibc-adaptive" => "#17becf",
+        "futex" => "#ff7f0e",
+        "spin" => "#d62728",
+        "none" => "#7f7f7f",
+        _ => PALETTE[index % PALETTE.len()],
+    }
+}
+
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Tick values 0, step, 2 step, ... covering `max` with a 1-2-5 step; the last tick
+/// is the axis top.
+fn nice_ticks(max: f64) -> Vec<f64> {
+    let max = if max > 0.0 && max.is_finite() { max } else { 1.0 };
+    let rough = max / 5.0;
+    let mag = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= rough).unwrap_or(10.0 * mag);
+    let n = (max / step).ceil() as usize;
+    (0..=n).map(|i| i as f64 * step).collect()
+}
+
+fn fmt_tick(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{}G", trim(v / 1e9))
+    } else if v >= 1e6 {
+        format!("{}M", trim(v / 1e6))
+    } else if v >= 1e3 {
+        format!("{}k", trim(v / 1e3))
+    } else {
+        trim(v)
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+impl Chart {
+    pub fn render(&self) -> String {
+        let cols = self.panels.len().clamp(1, 3);
+        let rows = self.panels.len().div_ceil(cols).max(1);
+        let width = cols as f64 * PANEL_W + 20.0;
+        let height = HEADER_H + rows as f64 * PANEL_H + 10.0;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+        );
+        let _ = writeln!(s, r#"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"#);
+        let _ = writeln!(
+            s,
+            r#"<text x="10" y="20" font-size="15" font-weight="bold">{}</text>"#,
+            escape(&self.title)
+        );
+        let _ = writeln!(s, r##"<text x="10" y="38" fill="#444">{}</text>"##, escape(&self.subtitle));
+        // Legend: every series name seen, in order of first appearance.
+        let mut names: Vec<&str> = Vec::new();
+        for p in &self.panels {
+            for se in &p.series {
+                if !names.contains(&se.name.as_str()) {
+                    names.push(&se.name);
+                }
+            }
+        }
+        let mut lx = 10.0;
+        for (i, n) in names.iter().enumerate() {
+            let c = colour(n, i);
+            let _ = writeln!(
+                s,
+                r#"<line x1="{lx}" y1="56" x2="{}" y2="56" stroke="{c}" stroke-width="2.5"/><circle cx="{}" cy="56" r="3" fill="{c}"/><text x="{}" y="60">{}</text>"#,
+                lx + 22.0,
+                lx + 11.0,
+                lx + 27.0,
+                escape(n)
+            );
+            lx += 40.0 + 7.0 * n.chars().count() as f64;
+        }
+        let _ = writeln!(
+            s,
+            r##"<line x1="{lx}" y1="56" x2="{}" y2="56" stroke="#000" stroke-width="1.2" stroke-dasharray="5,3"/><text x="{}" y="60">bound 1/(load × pause)</text>"##,
+            lx + 22.0,
+            lx + 27.0
+        );
+        for (k, panel) in self.panels.iter().enumerate() {
+            let ox = 10.0 + (k % cols) as f64 * PANEL_W;
+            let oy = HEADER_H + (k / cols) as f64 * PANEL_H;
+            self.panel(&mut s, panel, ox, oy, &names);
+        }
+        s.push_str("</svg>\n");
+        s
+    }
+
+    fn panel(&self, s: &mut String, panel: &Panel, ox: f64, oy: f64, names: &[&str]) {
+        let pw = PANEL_W - MARGIN_L - MARGIN_R;
+        let ph = PANEL_H - MARGIN_T - MARGIN_B;
+        let (px, py) = (ox + MARGIN_L, oy + MARGIN_T);
+        let xs: Vec<f64> = self.x_ticks.iter().copied().filter(|x| *x > 0.0).collect();
+        let (mut xmin, mut xmax) =
+            xs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        if !xmin.is_finite() {
+            (xmin, xmax) = (1.0, 2.0);
+        }
+        if xmax <= xmin {
+            xmin /= 2.0;
+            xmax *= 2.0;
+        }
+        let (lxmin, lxmax) = (xmin.log2(), xmax.log2());
+        let sx = |x: f64| px + (x.log2() - lxmin) / (lxmax - lxmin) * pw;
+        let data_max = panel
+            .series
+            .iter()
+            .flat_map(|se| se.points.iter().map(|p| p.1))
+            .filter(|y| y.is_finite())
+            .fold(0.0f64, f64::max);
+        let bound = panel.bound.filter(|b| b.is_finite() && *b > 0.0);
+        let bound_on_scale = bound.is_some_and(|b| data_max <= 0.0 || b <= 2.5 * data_max);
+        let mut top = data_max * 1.08;
+        if let (Some(b), true) = (bound, bound_on_scale) {
+            top = top.max(b * 1.05);
+        }
+        let ticks = nice_ticks(top);
+        let ymax = *ticks.last().unwrap_or(&1.0);
+        let sy = |y: f64| py + ph - (y / ymax) * ph;
+
+        let _ = writeln!(s, r#"<g>"#);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12" font-weight="bold">{}</text>"#,
+            px + pw / 2.0,
+            oy + 16.0,
+            escape(&panel.title)
+        );
+        // Grid and y ticks.
+        for t in &ticks {
+            let y = sy(*t);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{px}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                px + pw,
+                px - 4.0,
+                y + 4.0,
+                fmt_tick(*t)
+            );
+        }
+        for x in &xs {
+            let xp = sx(*x);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{xp:.1}" y1="{py}" x2="{xp:.1}" y2="{:.1}" stroke="#f0f0f0"/><text x="{xp:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+                py + ph,
+                py + ph + 14.0,
+                trim(*x)
+            );
+        }
+        let _ = writeln!(
+            s,
+            r##"<rect x="{px}" y="{py}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            px + pw / 2.0,
+            py + ph + 32.0,
+            escape(&self.x_label)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{}</text>"#,
+            ox + 14.0,
+            py + ph / 2.0,
+            ox + 14.0,
+            py + ph / 2.0,
+            escape(&self.y_label)
+        );
+        if let Some(b) = bound {
+            if bound_on_scale {
+                let y = sy(b);
+                let _ = writeln!(
+                    s,
+                    r##"<line x1="{px}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#000" stroke-width="1.2" stroke-dasharray="5,3"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#000">bound {}</text>"##,
+                    px + pw,
+                    px + pw - 3.0,
+                    y - 3.0,
+                    fmt_tick(b)
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#000">↑ bound {} (off scale)</text>"##,
+                    px + pw - 3.0,
+                    py + 11.0,
+                    fmt_tick(b)
+                );
+            }
+        }
+        for se in &panel.series {
+            let idx = names.iter().position(|n| *n == se.name).unwrap_or(0);
+            let c = colour(&se.name, idx);
+            let pts: Vec<(f64, f64)> = se
+                .points
+                .iter()
+                .copied()
+                .filter(|(x, y)| *x > 0.0 && y.is_finite())
+                .map(|(x, y)| (sx(x), sy(y)))
+                .collect();
+            if pts.len() > 1 {
+                let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+                let _ = writeln!(
+                    s,
+                    r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="2" stroke-linejoin="round"/>"#,
+                    path.join(" ")
+                );
+            }
+            for (x, y) in &pts {
+                let _ = writeln!(
+                    s,
+                    r#"<circle cx="{x:.1}" cy="{y:.1}" r="2.8" fill="{c}"><title>{}</title></circle>"#,
+                    escape(&se.name)
+                );
+            }
+        }
+        let _ = writeln!(s, "</g>");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_nice() {
+        assert_eq!(nice_ticks(10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(nice_ticks(0.0).len(), 6);
+        let t = nice_ticks(4321.0);
+        assert!(*t.last().unwrap() >= 4321.0 && t.len() <= 7, "{t:?}");
+    }
+
+    #[test]
+    fn renders_balanced_svg() {
+        let chart = Chart {
+            title: "t <1>".into(),
+            subtitle: "s & s".into(),
+            x_label: "threads".into(),
+            y_label: "kops/s".into(),
+            x_ticks: vec![1.0, 2.0, 8.0],
+            panels: vec![
+                Panel {
+                    title: "load 0".into(),
+                    bound: None,
+                    series: vec![Series {
+                        name: "glibc".into(),
+                        points: vec![(1.0, 5.0), (2.0, 3.0), (8.0, f64::NAN)],
+                    }],
+                },
+                Panel {
+                    title: "load 10".into(),
+                    bound: Some(100.0),
+                    series: vec![Series { name: "spin".into(), points: vec![(1.0, 50.0), (8.0, 60.0)] }],
+                },
+            ],
+        };
+        let svg = chart.render();
+        assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("t &lt;1&gt;") && svg.contains("s &amp; s"));
+        assert_eq!(svg.matches("<g>").count(), svg.matches("</g>").count());
+        assert!(svg.contains("bound 100"));
+    }
+}

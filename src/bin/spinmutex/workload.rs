@@ -1,0 +1,63 @@
+//! The hidden subcommands behind `bench`: `__workload` (the C contention workload,
+//! run in a child with the library preloaded) and `__hog` (a busy loop).
+
+use crate::args::{self, UsageError};
+use crate::Failure;
+
+#[cfg(spinmutex_workload)]
+extern "C" {
+    fn spinmutex_contention_main(argc: libc::c_int, argv: *mut *mut libc::c_char) -> libc::c_int;
+}
+
+/// True when build.rs compiled bench/contention.c into this command.
+pub const AVAILABLE: bool = cfg!(spinmutex_workload);
+
+/// `spinmutex __workload ARGS...`: runs the contention workload; its exit status.
+#[cfg(spinmutex_workload)]
+pub fn main(rest: &[String]) -> u8 {
+    use std::ffi::CString;
+    let mut owned: Vec<CString> = Vec::with_capacity(rest.len() + 1);
+    owned.push(CString::new("spinmutex __workload").expect("no NUL"));
+    for a in rest {
+        match CString::new(a.as_str()) {
+            Ok(c) => owned.push(c),
+            Err(_) => {
+                eprintln!("spinmutex __workload: argument contains NUL");
+                return 2;
+            }
+        }
+    }
+    let mut ptrs: Vec<*mut libc::c_char> = owned.iter().map(|c| c.as_ptr() as *mut libc::c_char).collect();
+    ptrs.push(std::ptr::null_mut());
+    // SAFETY: argv is a NULL-terminated array of NUL-terminated strings that outlive
+    // the call; the C side only reads them.
+    let rc = unsafe { spinmutex_contention_main(owned.len() as libc::c_int, ptrs.as_mut_ptr()) };
+    rc.clamp(0, 255) as u8
+}
+
+#[cfg(not(spinmutex_workload))]
+pub fn main(_rest: &[String]) -> u8 {
+    eprintln!("spinmutex: this build has no contention workload (bench/contention.c was missing)");
+    1
+}
+
+/// `spinmutex __hog PARENT_PID`: spins until the parent goes away or kills it.
+pub fn hog(rest: &[String]) -> Result<u8, Failure> {
+    let parent = match rest {
+        [p] => args::parse_u64("__hog", p, 1, i32::MAX as u64)? as libc::pid_t,
+        _ => return Err(UsageError::new("__hog needs the parent's pid").into()),
+    };
+    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets this process's attribute.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
+    let mut x: u64 = 0;
+    loop {
+        for _ in 0..1_000_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        // The parent died before PR_SET_PDEATHSIG took effect: we were reparented.
+        // SAFETY: getppid(2) cannot fail.
+        if unsafe { libc::getppid() } != parent {
+            return Ok(0);
+        }
+    }
+}

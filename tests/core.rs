@@ -1,0 +1,571 @@
+//! Behaviour tests: each C/C++ program in `c-tests/` checks one behaviour of the
+//! pthread mutex API and exits non-zero with a message on stderr when it does not hold.
+//! Every program runs under every strategy with the library preloaded; the baseline
+//! test runs them all without any preload, which proves that each program's
+//! expectations are glibc's own.
+
+mod common;
+
+use common::{c_test, lib_path, preloaded, run_bounded, Outcome, STRATEGIES};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Bound on one run of one program. The programs arm a 30 s watchdog of their own
+/// (normal runs take well under 2 s), so this only catches a watchdog that cannot fire.
+const LIMIT: Duration = Duration::from_secs(45);
+
+/// Debian's jemalloc (package libjemalloc2).
+const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+/// Debian's CPython, not a virtual environment's.
+const PYTHON: &str = "/usr/bin/python3";
+
+/// Every C/C++ program with the arguments it runs with in the baseline.
+const PROGRAMS: &[(&str, &[&str])] = &[
+    ("mutex_exclusion", &[]),
+    ("mutex_errors", &[]),
+    ("mutex_timed", &[]),
+    ("cond_prodcons", &[]),
+    ("cond_broadcast", &[]),
+    ("cond_timed", &[]),
+    ("cond_cancel", &[]),
+    ("c11_threads", &[]),
+    ("cxx_mutex", &[]),
+    ("fork_contended", &[]),
+    ("pshared", &[]),
+    ("robust", &[]),
+    ("ctor_dtor", &[]),
+    ("many_threads", &[]),
+    ("reuse_memory", &[]),
+    ("prio_mutex", &[]),
+    ("starvation", &[]),
+    ("stress", &[]),
+    ("malloc_threads", &[]),
+    ("hello_contended", &[]),
+];
+
+fn program(name: &str) -> PathBuf {
+    let path = c_test(name);
+    assert!(path.exists(), "{} was not built (see build.rs)", path.display());
+    path
+}
+
+fn describe(what: &str, o: &Outcome) -> String {
+    format!(
+        "{what}: status {:?}, timed out {}\n--- stdout\n{}--- stderr\n{}",
+        o.status, o.timed_out, o.stdout, o.stderr
+    )
+}
+
+/// Runs `make(strategy)` for every strategy, collecting every failure (not only the
+/// first) so that one run of the test shows which strategies break.
+fn under_every_strategy(
+    what: &str,
+    make: impl Fn(&str) -> Command,
+    check: impl Fn(&str, &Outcome) -> Option<String>,
+) {
+    let mut failures = Vec::new();
+    for strategy in STRATEGIES {
+        let outcome = run_bounded(make(strategy), LIMIT);
+        let label = format!("{what} under {strategy}");
+        if !outcome.success() {
+            failures.push(describe(&label, &outcome));
+        } else if let Some(problem) = check(strategy, &outcome) {
+            failures.push(format!("{problem}\n{}", describe(&label, &outcome)));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} strategies failed:\n\n{}",
+        failures.len(),
+        STRATEGIES.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// Runs the compiled program `name` with `args` under every strategy; it must exit 0.
+fn c_program(name: &str, args: &[&str]) {
+    let path = program(name);
+    let what = if args.is_empty() { name.to_string() } else { format!("{name} {}", args.join(" ")) };
+    under_every_strategy(
+        &what,
+        |strategy| {
+            let mut cmd = preloaded(&path, Some(strategy));
+            cmd.args(args);
+            cmd
+        },
+        |_, _| None,
+    );
+}
+
+/// The same program without preload: its stdout, which must not change under a strategy.
+fn baseline_stdout(path: &Path, args: &[&str]) -> String {
+    let mut cmd = preloaded(path, None);
+    cmd.args(args);
+    let o = run_bounded(cmd, LIMIT);
+    o.assert_success(&format!("{} without preload", path.display()));
+    o.stdout
+}
+
+// ---------------------------------------------------------------------------------
+// Baseline: glibc alone.
+
+#[test]
+fn baseline_every_program_passes_without_preload() {
+    let mut failures = Vec::new();
+    for (name, args) in PROGRAMS {
+        let o = run_bounded(
+            {
+                let mut c = preloaded(program(name), None);
+                c.args(*args);
+                c
+            },
+            LIMIT,
+        );
+        if !o.success() {
+            failures.push(describe(&format!("{name} without preload"), &o));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+// ---------------------------------------------------------------------------------
+// Mutual exclusion, per type and initialisation path.
+
+#[test]
+fn exclusion_static_normal() {
+    c_program("mutex_exclusion", &["static-normal"]);
+}
+
+#[test]
+fn exclusion_static_recursive() {
+    c_program("mutex_exclusion", &["static-recursive"]);
+}
+
+#[test]
+fn exclusion_static_errorcheck() {
+    c_program("mutex_exclusion", &["static-errorcheck"]);
+}
+
+#[test]
+fn exclusion_static_adaptive() {
+    c_program("mutex_exclusion", &["static-adaptive"]);
+}
+
+#[test]
+fn exclusion_init_default() {
+    c_program("mutex_exclusion", &["init-null", "init-default", "init-normal"]);
+}
+
+#[test]
+fn exclusion_init_recursive() {
+    c_program("mutex_exclusion", &["init-recursive"]);
+}
+
+#[test]
+fn exclusion_init_errorcheck() {
+    c_program("mutex_exclusion", &["init-errorcheck"]);
+}
+
+#[test]
+fn exclusion_init_adaptive() {
+    c_program("mutex_exclusion", &["init-adaptive"]);
+}
+
+// ---------------------------------------------------------------------------------
+// Error codes and trylock.
+
+#[test]
+fn error_ebusy() {
+    c_program("mutex_errors", &["busy"]);
+}
+
+#[test]
+fn error_edeadlk() {
+    c_program("mutex_errors", &["deadlk"]);
+}
+
+#[test]
+fn error_eperm() {
+    c_program("mutex_errors", &["perm"]);
+}
+
+#[test]
+fn error_eagain_recursion_overflow() {
+    c_program("mutex_errors", &["eagain"]);
+}
+
+#[test]
+fn error_einval_bad_timespec_only_when_blocking() {
+    c_program("mutex_errors", &["timespec"]);
+}
+
+#[test]
+fn error_einval_unsupported_clock() {
+    c_program("mutex_errors", &["clock"]);
+}
+
+#[test]
+fn error_etimedout_and_past_deadlines() {
+    c_program("mutex_errors", &["timeout"]);
+}
+
+#[test]
+fn error_einval_destroyed_mutex() {
+    c_program("mutex_errors", &["destroyed"]);
+}
+
+#[test]
+fn trylock_every_type() {
+    c_program("mutex_errors", &["trylock"]);
+}
+
+#[test]
+fn timedlock_and_clocklock_timeouts_on_both_clocks() {
+    c_program("mutex_timed", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// Condition variables.
+
+#[test]
+fn condvar_producer_consumer() {
+    c_program("cond_prodcons", &[]);
+}
+
+#[test]
+fn condvar_broadcast_many_waiters() {
+    c_program("cond_broadcast", &[]);
+}
+
+#[test]
+fn condvar_timed_waits_on_both_clocks() {
+    c_program("cond_timed", &[]);
+}
+
+#[test]
+fn condvar_wait_cancellation() {
+    c_program("cond_cancel", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// C11 and C++.
+
+#[test]
+fn c11_mtx_and_cnd() {
+    c_program("c11_threads", &[]);
+}
+
+#[test]
+fn cxx_std_mutexes_and_condition_variable() {
+    c_program("cxx_mutex", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// Processes.
+
+#[test]
+fn fork_while_contended() {
+    c_program("fork_contended", &[]);
+}
+
+#[test]
+fn process_shared_mutex_and_condvar() {
+    c_program("pshared", &[]);
+}
+
+#[test]
+fn robust_owner_death() {
+    c_program("robust", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// Lifetimes.
+
+#[test]
+fn locks_in_constructor_atexit_and_destructor() {
+    let path = program("ctor_dtor");
+    let expected = "ctor ok\nmain ok\natexit ok\ndtor ok\n";
+    assert_eq!(baseline_stdout(&path, &[]), expected, "ctor_dtor without preload");
+    under_every_strategy(
+        "ctor_dtor",
+        |strategy| preloaded(&path, Some(strategy)),
+        |_, o| (o.stdout != expected).then(|| format!("stdout should be exactly {expected:?}")),
+    );
+}
+
+#[test]
+fn thousands_of_short_lived_threads() {
+    c_program("many_threads", &[]);
+}
+
+#[test]
+fn mutex_memory_freed_without_destroy_and_reused() {
+    c_program("reuse_memory", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// Forwarded kinds.
+
+#[test]
+fn priority_inherit_and_protect_mutexes() {
+    c_program("prio_mutex", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// Fairness and stress.
+
+#[test]
+fn sleeping_thread_is_not_starved() {
+    c_program("starvation", &["4", "1000", "50"]);
+}
+
+#[test]
+fn stress_mixed_lock_trylock_timedlock() {
+    c_program("stress", &["8", "1000"]);
+}
+
+// ---------------------------------------------------------------------------------
+// The same behaviours under non-default tuning, which drives the library down paths
+// the defaults rarely take. `glibc` forwards everything, so only the library's own
+// strategies run here.
+
+/// Runs each `(program, args)` under the library's own strategies with `vars` set.
+fn with_settings(vars: &[(&str, &str)], programs: &[(&str, &[&str])]) {
+    let mut failures = Vec::new();
+    for (name, args) in programs {
+        let path = program(name);
+        for strategy in STRATEGIES.iter().filter(|s| **s != "glibc") {
+            let mut cmd = preloaded(&path, Some(strategy));
+            cmd.args(*args).envs(vars.iter().copied());
+            let o = run_bounded(cmd, LIMIT);
+            if !o.success() {
+                failures.push(describe(&format!("{name} {args:?} under {strategy} with {vars:?}"), &o));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Handoffs requested at the first lost race and after 20 us: timed lockers that give up
+/// with a request pending, condvar relocks inside glibc, fork with requests from parent
+/// threads, and requests between processes.
+#[test]
+fn eager_handoff_settings() {
+    with_settings(
+        &[("SPINMUTEX_HANDOFF_AFTER", "1"), ("SPINMUTEX_HANDOFF_WAIT", "20us")],
+        &[
+            ("stress", &["6", "600", "3000"]),
+            ("starvation", &["4", "600", "30"]),
+            ("cond_prodcons", &[]),
+            ("fork_contended", &[]),
+            ("pshared", &[]),
+            ("mutex_timed", &[]),
+        ],
+    );
+}
+
+/// No spinning at all: every contended acquisition sleeps.
+#[test]
+fn no_spinning_settings() {
+    with_settings(
+        &[("SPINMUTEX_SPIN_LIMIT", "0")],
+        &[
+            ("stress", &["6", "500"]),
+            ("starvation", &["4", "600", "30"]),
+            ("cond_prodcons", &[]),
+            ("mutex_exclusion", &["static-normal", "init-recursive", "init-errorcheck", "init-adaptive"]),
+        ],
+    );
+}
+
+/// Long spins by many spinners, handoffs off: correctness must not depend on either.
+#[test]
+fn heavy_spinning_no_handoff_settings() {
+    with_settings(
+        &[
+            ("SPINMUTEX_SPIN_LIMIT", "1ms"),
+            ("SPINMUTEX_MAX_SPINNERS", "64"),
+            ("SPINMUTEX_HANDOFF_AFTER", "0"),
+            ("SPINMUTEX_HANDOFF_WAIT", "0"),
+        ],
+        &[
+            ("stress", &["6", "500"]),
+            ("cond_prodcons", &[]),
+            ("pshared", &[]),
+            ("mutex_exclusion", &["static-normal", "init-recursive", "init-errorcheck", "init-adaptive"]),
+        ],
+    );
+}
+
+/// Statistics on with a side table of 4 slots (it overflows) and tracing of every
+/// slow-path decision to a file: neither may change what the program sees.
+#[test]
+fn statistics_and_tracing_on() {
+    let dir = std::env::temp_dir().join(format!("spinmutex-core-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create trace directory");
+    let trace = dir.join("trace.log");
+    let trace = trace.to_str().expect("utf-8 temp path");
+    let programs: &[(&str, &[&str])] = &[
+        ("reuse_memory", &[]),
+        ("fork_contended", &[]),
+        ("cond_cancel", &[]),
+        ("many_threads", &[]),
+        ("stress", &["6", "300"]),
+    ];
+    with_settings(&[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "4")], programs);
+    with_settings(&[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FILE", trace)], programs);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------
+// Real-world hosts: jemalloc co-preloaded, CPython.
+
+#[test]
+fn jemalloc_preloaded_alongside() {
+    assert!(
+        Path::new(JEMALLOC).exists(),
+        "{JEMALLOC} is missing: install Debian's libjemalloc2 (CI installs it)"
+    );
+    let path = program("malloc_threads");
+    let mut alone = preloaded(&path, None);
+    alone.env("LD_PRELOAD", JEMALLOC).arg("--expect-jemalloc");
+    run_bounded(alone, LIMIT).assert_success("malloc_threads with jemalloc only");
+    let both = format!("{} {JEMALLOC}", lib_path().display());
+    under_every_strategy(
+        "malloc_threads with jemalloc",
+        |strategy| {
+            let mut cmd = preloaded(&path, Some(strategy));
+            cmd.env("LD_PRELOAD", &both).arg("--expect-jemalloc");
+            cmd
+        },
+        |_, _| None,
+    );
+}
+
+#[test]
+fn cpython_threads_same_output() {
+    assert!(Path::new(PYTHON).exists(), "{PYTHON} is missing");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("c-tests/py_threads.py");
+    let make = |strategy: Option<&str>| {
+        let mut cmd = preloaded(PYTHON, strategy);
+        cmd.arg("-I").arg(&script);
+        cmd
+    };
+    let base = run_bounded(make(None), LIMIT);
+    base.assert_success("python without preload");
+    assert!(base.stdout.contains("lock counter 20000"), "unexpected python output:\n{}", base.stdout);
+    under_every_strategy(
+        "python threads",
+        |strategy| make(Some(strategy)),
+        |_, o| {
+            if o.stdout != base.stdout {
+                Some(format!("stdout differs from the run without preload:\n{}", base.stdout))
+            } else if !o.stderr.is_empty() {
+                Some("unexpected stderr".to_string())
+            } else {
+                None
+            }
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// Configuration and the library's own surface.
+
+/// Runs hello_contended with `var=value` on top of a valid strategy and checks that the
+/// library says exactly one line on stderr naming the variable, the value and each of
+/// `accepted`, and changes nothing else.
+fn bad_setting(var: &str, value: &str, accepted: &[&str]) {
+    let path = program("hello_contended");
+    let expected = baseline_stdout(&path, &[]);
+    let mut cmd = preloaded(&path, Some("spin"));
+    cmd.env(var, value);
+    let o = run_bounded(cmd, LIMIT);
+    let what = format!("hello_contended with {var}={value}");
+    assert!(o.success(), "{}", describe(&what, &o));
+    assert_eq!(o.stdout, expected, "{what}: stdout changed");
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: expected exactly one stderr line, got:\n{}", o.stderr);
+    let line = lines[0];
+    assert!(line.contains(var), "{what}: the stderr line does not name {var}: {line:?}");
+    assert!(line.contains(value), "{what}: the stderr line does not quote {value:?}: {line:?}");
+    for a in accepted {
+        assert!(line.contains(a), "{what}: the stderr line does not list the accepted {a:?}: {line:?}");
+    }
+}
+
+#[test]
+fn bad_strategy_gives_one_stderr_line() {
+    bad_setting("SPINMUTEX_STRATEGY", "bogus", &["glibc", "futex", "spin"]);
+}
+
+#[test]
+fn bad_spin_limit_gives_one_stderr_line() {
+    bad_setting("SPINMUTEX_SPIN_LIMIT", "abc", &["ns", "us", "ms"]);
+}
+
+#[test]
+fn other_bad_settings_give_one_stderr_line() {
+    bad_setting("SPINMUTEX_MAX_SPINNERS", "zero", &[]);
+    bad_setting("SPINMUTEX_HANDOFF_AFTER", "often", &[]);
+    bad_setting("SPINMUTEX_HANDOFF_WAIT", "5parsecs", &[]);
+}
+
+#[test]
+fn valid_settings_are_silent() {
+    let path = program("hello_contended");
+    let expected = baseline_stdout(&path, &[]);
+    let settings: &[&[(&str, &str)]] = &[
+        &[],
+        &[("SPINMUTEX_SPIN_LIMIT", "200")],
+        &[("SPINMUTEX_SPIN_LIMIT", "5us")],
+        &[("SPINMUTEX_SPIN_LIMIT", "300ns"), ("SPINMUTEX_MAX_SPINNERS", "1")],
+        &[("SPINMUTEX_SPIN_LIMIT", "1ms"), ("SPINMUTEX_HANDOFF_AFTER", "0")],
+        &[("SPINMUTEX_HANDOFF_AFTER", "4"), ("SPINMUTEX_HANDOFF_WAIT", "50us")],
+    ];
+    for vars in settings {
+        under_every_strategy(
+            &format!("hello_contended with {vars:?}"),
+            |strategy| {
+                let mut cmd = preloaded(&path, Some(strategy));
+                cmd.envs(vars.iter().copied());
+                cmd
+            },
+            |_, o| {
+                if o.stdout != expected {
+                    Some(format!("stdout differs from the run without preload: {expected:?}"))
+                } else if !o.stderr.is_empty() {
+                    Some("a valid configuration printed on stderr".to_string())
+                } else {
+                    None
+                }
+            },
+        );
+    }
+}
+
+#[test]
+fn library_imports_no_mutex_or_condvar_symbol() {
+    let lib = lib_path();
+    let out =
+        Command::new("nm").args(["-D", "--undefined-only"]).arg(&lib).output().expect("run nm (binutils)");
+    assert!(out.status.success(), "nm failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let bad: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.split_whitespace().last())
+        .map(|sym| sym.split('@').next().unwrap_or(sym))
+        .filter(|sym| ["pthread_mutex_", "pthread_cond_", "mtx_", "cnd_"].iter().any(|p| sym.starts_with(p)))
+        .collect();
+    assert!(bad.is_empty(), "{} imports {bad:?}", lib.display());
+    // Guard against testing an empty file: the library must at least define the lock.
+    let defined = Command::new("nm").args(["-D", "--defined-only"]).arg(&lib).output().expect("run nm");
+    let defined = String::from_utf8_lossy(&defined.stdout);
+    assert!(
+        defined.lines().any(|l| l.split_whitespace().last() == Some("pthread_mutex_lock")),
+        "{} does not export pthread_mutex_lock",
+        lib.display()
+    );
+}

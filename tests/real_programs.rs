@@ -1,0 +1,858 @@
+//! Real programs under the library: sysbench, stress-ng, pigz, zstd, xz, python3, and
+//! three programs of the test tree (SQLite in serialized mode, jemalloc co-preloaded, a
+//! C++ program on the standard library's mutexes).
+//!
+//! Every program runs first without the preload, then under `LD_PRELOAD` with each
+//! strategy. A check fails on a wrong output, a non-zero exit or a hang (every run is
+//! bounded by [`HANG_GUARD`]). Every preloaded run is made with
+//! `LD_DEBUG=bindings`, and the dynamic loader's log must show the program's own
+//! object (the binary, or the library that does its locking: liblzma, libsqlite3,
+//! jemalloc, libstdc++) binding `pthread_mutex_lock` to `libspinmutex.so`, and no object
+//! of the process binding `pthread_mutex_{lock,trylock,unlock}` anywhere else. For
+//! lazily bound objects (python3, jemalloc, the test tree's programs, libstdc++) a
+//! binding is logged only when the function is first called, so the log also proves
+//! the calls; the distribution's binaries and libraries are linked with `-z now`, so
+//! there it proves that every call made through their GOT reaches the library.
+//!
+//! A program that is not installed fails its test when the environment variable `CI`
+//! is set (`.ci/run` installs them all) and is otherwise skipped with a line on stderr.
+
+mod common;
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::{c_test, lib_path, preloaded, run_bounded, Outcome, STRATEGIES};
+
+/// Only a hang guard: every run here takes a few seconds at most.
+const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// Size of the generated input of the compressors.
+const INPUT_BYTES: usize = 24 << 20;
+
+const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+const PYTHON: &str = "/usr/bin/python3";
+
+// ---------------------------------------------------------------------------------------
+// Finding programs
+// ---------------------------------------------------------------------------------------
+
+/// `Some(path)` when `path` exists. Otherwise: a failure under CI, and a skip message on
+/// stderr outside it.
+fn installed(what: &str, path: PathBuf, how: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{what} is not installed ({} is missing; {how}), and CI is set", path.display());
+    }
+    eprintln!("skipped: {what} not installed ({} is missing; {how})", path.display());
+    None
+}
+
+/// A program found on `PATH`, as [`installed`] reports it.
+fn tool(name: &str, package: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("/usr/bin").join(name));
+    installed(name, path, &format!("apt-get install {package}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Scratch directories
+// ---------------------------------------------------------------------------------------
+
+/// A fresh directory under the system's temporary directory, removed when dropped.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "spinmutex-real-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
+        Scratch { path }
+    }
+
+    fn join(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// An empty subdirectory (replacing any earlier one of that name).
+    fn subdir(&self, name: &str) -> PathBuf {
+        let dir = self.join(name);
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+        dir
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Proof of interposition: the dynamic loader's binding log
+// ---------------------------------------------------------------------------------------
+
+/// The symbols whose bindings must all go to the library.
+const LOCK_SYMBOLS: &[&str] = &["pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_unlock"];
+
+/// One "binding file FROM [n] to TO [n]: normal symbol `SYM'" line of `LD_DEBUG=bindings`.
+#[derive(Debug)]
+struct Binding {
+    from: String,
+    to: String,
+    symbol: String,
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Every binding logged in `dir` (one `ld.<pid>` file per process).
+fn bindings(dir: &Path) -> Vec<Binding> {
+    let mut out = Vec::new();
+    let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let text = fs::read(entry.path()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        for line in text.lines() {
+            let Some(rest) = line.split_once("binding file ").map(|(_, r)| r) else { continue };
+            let Some((from, rest)) = rest.split_once(" [") else { continue };
+            let Some((_, rest)) = rest.split_once("] to ") else { continue };
+            let Some((to, rest)) = rest.split_once(" [") else { continue };
+            let Some((_, rest)) = rest.split_once("symbol `") else { continue };
+            let Some((symbol, _)) = rest.split_once('\'') else { continue };
+            out.push(Binding { from: from.to_string(), to: to.to_string(), symbol: symbol.to_string() });
+        }
+    }
+    out
+}
+
+/// What the binding log of a run must show: an object (by the start of its file name)
+/// that binds one of `symbols` to the library.
+struct MustBind {
+    object: &'static str,
+    symbols: &'static [&'static str],
+}
+
+const fn must_bind(object: &'static str) -> MustBind {
+    MustBind { object, symbols: &["pthread_mutex_lock"] }
+}
+
+/// Checks the binding log in `dir` of the run `what`: each of `musts` is there, and no
+/// object but the library itself binds a lock symbol to anything but the library.
+fn assert_interposed(what: &str, dir: &Path, musts: &[MustBind]) {
+    let log = bindings(dir);
+    let ours = |b: &Binding| file_name(&b.to) == "libspinmutex.so";
+    for must in musts {
+        let found = log.iter().any(|b| {
+            file_name(&b.from).starts_with(must.object) && must.symbols.contains(&b.symbol.as_str()) && ours(b)
+        });
+        if !found {
+            let seen: Vec<String> = log
+                .iter()
+                .filter(|b| b.symbol.starts_with("pthread_mutex"))
+                .map(|b| format!("{} -> {}: {}", b.from, b.to, b.symbol))
+                .collect();
+            panic!(
+                "{what}: the loader's log shows no binding of {:?} from {}* to libspinmutex.so, so the \
+                 program never reached the library.\nmutex bindings seen ({} files in {}):\n{}",
+                must.symbols,
+                must.object,
+                fs::read_dir(dir).map(|d| d.count()).unwrap_or(0),
+                dir.display(),
+                seen.join("\n")
+            );
+        }
+    }
+    for b in &log {
+        if LOCK_SYMBOLS.contains(&b.symbol.as_str()) && file_name(&b.from) != "libspinmutex.so" && !ours(b) {
+            panic!("{what}: {} binds {} to {}, not to libspinmutex.so", b.from, b.symbol, b.to);
+        }
+    }
+}
+
+/// Turns on the binding log of `cmd`, into a fresh directory `dir`.
+fn log_bindings(cmd: &mut Command, dir: &Path) {
+    cmd.env("LD_DEBUG", "bindings").env("LD_DEBUG_OUTPUT", dir.join("ld"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------------------
+
+/// "no preload" or "under STRATEGY", for messages.
+fn label(strategy: Option<&str>) -> String {
+    match strategy {
+        None => "without the preload".to_string(),
+        Some(s) => format!("under {s}"),
+    }
+}
+
+/// The runs of every check: first without the preload, then under each strategy.
+fn modes() -> impl Iterator<Item = Option<&'static str>> {
+    std::iter::once(None).chain(STRATEGIES.iter().copied().map(Some))
+}
+
+/// Runs `cmd` (built by [`preloaded`]) with a binding log when it is preloaded, checks
+/// that it exits 0 in time and that the log proves interposition. Returns its output.
+fn run_checked(what: &str, scratch: &Scratch, strategy: Option<&str>, mut cmd: Command, musts: &[MustBind]) -> Outcome {
+    let what = format!("{what} {}", label(strategy));
+    let log_dir = scratch.subdir("ld-debug");
+    if strategy.is_some() {
+        log_bindings(&mut cmd, &log_dir);
+    }
+    let start = Instant::now();
+    let outcome = run_bounded(cmd, HANG_GUARD);
+    eprintln!("{what}: {:.2} s", start.elapsed().as_secs_f64());
+    outcome.assert_success(&what);
+    if strategy.is_some() {
+        assert_interposed(&what, &log_dir, musts);
+    }
+    outcome
+}
+
+/// Like [`run_checked`], with the program's stdout written to the file `stdout`.
+fn run_checked_to_file(
+    what: &str,
+    scratch: &Scratch,
+    strategy: Option<&str>,
+    mut cmd: Command,
+    stdout: &Path,
+    musts: &[MustBind],
+) {
+    let what = format!("{what} {}", label(strategy));
+    let log_dir = scratch.subdir("ld-debug");
+    if strategy.is_some() {
+        log_bindings(&mut cmd, &log_dir);
+    }
+    let file = File::create(stdout).unwrap_or_else(|e| panic!("create {}: {e}", stdout.display()));
+    cmd.stdin(Stdio::null()).stdout(file).stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: spawn {cmd:?}: {e}"));
+    let mut err = child.stderr.take().expect("stderr");
+    let err_reader = thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let status = loop {
+        match child.try_wait().expect("try_wait") {
+            Some(status) => break Some(status),
+            None if start.elapsed() > HANG_GUARD => {
+                // The child leads its own process group (see `preloaded`).
+                // SAFETY: kill(2) only sends a signal.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    let stderr = err_reader.join().expect("stderr reader");
+    eprintln!("{what}: {:.2} s", start.elapsed().as_secs_f64());
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{what}: status {status:?} (None: still running after {HANG_GUARD:?}, killed)\n--- stderr\n{stderr}"
+    );
+    if strategy.is_some() {
+        assert_interposed(&what, &log_dir, musts);
+    }
+}
+
+/// Panics unless the files `a` and `b` hold the same bytes.
+fn assert_same_bytes(what: &str, a: &Path, b: &Path) {
+    let x = fs::read(a).unwrap_or_else(|e| panic!("read {}: {e}", a.display()));
+    let y = fs::read(b).unwrap_or_else(|e| panic!("read {}: {e}", b.display()));
+    if x != y {
+        let at = x.iter().zip(&y).position(|(p, q)| p != q).unwrap_or(x.len().min(y.len()));
+        panic!(
+            "{what}: {} ({} bytes) and {} ({} bytes) differ, first at byte {at}",
+            a.display(),
+            x.len(),
+            b.display(),
+            y.len()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Output parsing
+// ---------------------------------------------------------------------------------------
+
+/// The number after `key` on the first line of `text` that contains `key`.
+fn number_after(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.contains(key))?;
+    let rest = &line[line.find(key)? + key.len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// stress-ng's "metrc: [pid] NAME   BOGO-OPS ..." line for `stressor`: its bogo ops.
+fn stress_ng_bogo_ops(text: &str, stressor: &str) -> Option<u64> {
+    text.lines().filter(|l| l.contains("metrc:")).find_map(|l| {
+        let after_pid = l.split_once("] ")?.1;
+        let mut words = after_pid.split_whitespace();
+        if words.next()? != stressor {
+            return None;
+        }
+        words.next()?.parse().ok()
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// sysbench
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn sysbench_mutex_and_threads() {
+    let Some(sysbench) = tool("sysbench", "sysbench") else { return };
+    let scratch = Scratch::new("sysbench");
+    let musts = [must_bind("sysbench")];
+    let threads = 4;
+    // `mutex`: each thread takes one of 4 mutexes 1e6 times; an event is one thread's
+    // whole loop, so exactly `threads` events. `threads`: each event locks one of 2
+    // mutexes and yields 10 times while holding it; bounded by 10000 events.
+    let cases: [(&str, Vec<String>, u64); 2] = [
+        (
+            "mutex",
+            vec![
+                "mutex".into(),
+                format!("--threads={threads}"),
+                "--mutex-num=4".into(),
+                "--mutex-locks=1000000".into(),
+                "--mutex-loops=50".into(),
+                "run".into(),
+            ],
+            threads,
+        ),
+        (
+            "threads",
+            vec![
+                "threads".into(),
+                format!("--threads={threads}"),
+                "--thread-locks=2".into(),
+                "--thread-yields=10".into(),
+                "--events=10000".into(),
+                "--time=0".into(),
+                "run".into(),
+            ],
+            10000,
+        ),
+    ];
+    for (name, args, events) in &cases {
+        for strategy in modes() {
+            let mut cmd = preloaded(&sysbench, strategy);
+            cmd.args(args);
+            let what = format!("sysbench {name}");
+            let out = run_checked(&what, &scratch, strategy, cmd, &musts);
+            let all = format!("{}\n{}", out.stdout, out.stderr);
+            assert!(
+                !all.contains("FATAL") && !all.to_lowercase().contains("error"),
+                "{what} {}: reported an error\n{all}",
+                label(strategy)
+            );
+            assert_eq!(
+                number_after(&out.stdout, "total number of events:"),
+                Some(*events),
+                "{what} {}: wrong number of events\n{}",
+                label(strategy),
+                out.stdout
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// stress-ng
+// ---------------------------------------------------------------------------------------
+
+/// stress-ng's stressors that take pthread mutexes (checked with a counting preload on
+/// Debian 12's 0.15.06: the others that sound related use futexes, SysV or POSIX
+/// semaphores, file locks, or only the parent's bookkeeping):
+/// `mutex` (two threads on one mutex, changing their SCHED_FIFO priority around it, as
+/// root for real), `pthread` (creates threads that wait on a condition variable with a
+/// mutex). `--mutex-affinity` also moves the threads between CPUs at random, which puts
+/// a spinner and a preempted owner on the same CPU.
+///
+/// Only one `mutex` instance: with two, stress-ng 0.15.06 may fail an instance whose
+/// first thread finished all the ops before it created the second ("could not create
+/// any pthreads", exit 3), without any preload.
+#[test]
+fn stress_ng_mutex_and_pthread() {
+    let Some(stress_ng) = tool("stress-ng", "stress-ng") else { return };
+    let scratch = Scratch::new("stress-ng");
+    let musts = [must_bind("stress-ng")];
+    let mutex_ops = 50_000;
+    let pthread_ops = 1000;
+    for affinity in [false, true] {
+        for strategy in modes() {
+            let mut cmd = preloaded(&stress_ng, strategy);
+            cmd.args(["--mutex", "1", "--mutex-ops", &mutex_ops.to_string()])
+                .args(["--pthread", "1", "--pthread-ops", &pthread_ops.to_string()])
+                .args(["--verify", "--metrics-brief", "--timeout", "90s"])
+                .arg("--temp-path")
+                .arg(&scratch.path);
+            if affinity {
+                cmd.arg("--mutex-affinity");
+            }
+            let what = format!("stress-ng --mutex --pthread{}", if affinity { " --mutex-affinity" } else { "" });
+            let out = run_checked(&what, &scratch, strategy, cmd, &musts);
+            let all = format!("{}\n{}", out.stdout, out.stderr);
+            let context = format!("{what} {}\n{all}", label(strategy));
+            assert!(all.contains("successful run completed"), "{context}");
+            assert!(
+                !all.lines().any(|l| l.contains(" fail:") || l.contains("failed")),
+                "{context}"
+            );
+            // Bounded by ops, not by the timeout: both stressors did all their work.
+            let mutex = stress_ng_bogo_ops(&all, "mutex");
+            assert!(mutex.is_some_and(|n| n >= mutex_ops), "mutex bogo ops {mutex:?}: {context}");
+            let pthread = stress_ng_bogo_ops(&all, "pthread");
+            assert!(pthread.is_some_and(|n| n >= pthread_ops), "pthread bogo ops {pthread:?}: {context}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Compressors
+// ---------------------------------------------------------------------------------------
+
+/// Deterministic, semi-compressible text (about 3:1 for gzip): numbered lines of
+/// words drawn at random from a small vocabulary, and a random hex field.
+fn write_input(path: &Path, bytes: usize) {
+    const WORDS: &[&str] = &[
+        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu",
+        "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega", "mutex",
+        "futex", "spin", "lock", "wait", "wake", "owner", "queue",
+    ];
+    let mut state: u64 = 0x853c_49e6_748f_ea9b;
+    let mut next = || {
+        // xorshift64*
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let mut out = BufWriter::new(File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())));
+    let mut written = 0;
+    let mut line_no = 0u64;
+    let mut line = String::with_capacity(128);
+    while written < bytes {
+        line.clear();
+        use std::fmt::Write as _;
+        let _ = write!(line, "{line_no:010}");
+        let r = next();
+        for k in 0..8 {
+            line.push(' ');
+            line.push_str(WORDS[((r >> (k * 5)) & 31) as usize]);
+        }
+        let _ = writeln!(line, " {:08x}", next() >> 32);
+        out.write_all(line.as_bytes()).expect("write input");
+        written += line.len();
+        line_no += 1;
+    }
+    out.flush().expect("flush input");
+}
+
+/// A compressor's command lines, as arguments after the program name.
+struct Compressor {
+    name: &'static str,
+    package: &'static str,
+    suffix: &'static str,
+    compress: &'static [&'static str],
+    decompress: &'static [&'static str],
+    /// The object whose pthread_mutex_lock binding proves interposition.
+    object: &'static str,
+}
+
+/// Compresses a generated input without the preload, decompresses it (the round trip),
+/// then under each strategy compresses it (output identical to the first) and
+/// decompresses that (identical to the input).
+fn compressor_round_trips(c: &Compressor) {
+    let Some(program) = tool(c.name, c.package) else { return };
+    let scratch = Scratch::new(c.name);
+    let input = scratch.join("input.txt");
+    write_input(&input, INPUT_BYTES);
+    let musts = [must_bind(c.object)];
+    let reference = scratch.join(format!("reference{}", c.suffix));
+    for strategy in modes() {
+        let tag = strategy.unwrap_or("none");
+        let packed = scratch.join(format!("{tag}{}", c.suffix));
+        let mut cmd = preloaded(&program, strategy);
+        cmd.args(c.compress).arg(&input);
+        run_checked_to_file(&format!("{} compress", c.name), &scratch, strategy, cmd, &packed, &musts);
+        match strategy {
+            None => fs::rename(&packed, &reference).expect("keep the reference output"),
+            Some(_) => {
+                assert_same_bytes(
+                    &format!("{} output {} vs without the preload", c.name, label(strategy)),
+                    &packed,
+                    &reference,
+                );
+                fs::remove_file(&packed).expect("remove output");
+            }
+        }
+        let unpacked = scratch.join(format!("{tag}.out"));
+        let mut cmd = preloaded(&program, strategy);
+        cmd.args(c.decompress).arg(&reference);
+        run_checked_to_file(&format!("{} decompress", c.name), &scratch, strategy, cmd, &unpacked, &musts);
+        assert_same_bytes(&format!("{} round trip {}", c.name, label(strategy)), &unpacked, &input);
+        fs::remove_file(&unpacked).expect("remove decompressed output");
+    }
+}
+
+/// pigz: compression threads and its read/write/check threads hand buffers over with
+/// pthread mutexes and condition variables (its `yarn` layer).
+#[test]
+fn pigz_round_trips() {
+    compressor_round_trips(&Compressor {
+        name: "pigz",
+        package: "pigz",
+        suffix: ".gz",
+        compress: &["-p", "4", "-6", "-n", "-c"],
+        decompress: &["-d", "-c"],
+        object: "pigz",
+    });
+}
+
+/// zstd -T: the multi-threaded compressor's job queue and thread pool (libzstd, linked
+/// into the zstd binary); decompression uses the asynchronous I/O thread pool.
+#[test]
+fn zstd_round_trips() {
+    compressor_round_trips(&Compressor {
+        name: "zstd",
+        package: "zstd",
+        suffix: ".zst",
+        // 1 MiB jobs: two dozen of them, queued to 4 workers.
+        compress: &["-q", "-T4", "-3", "-B1048576", "-c"],
+        decompress: &["-q", "-d", "-T4", "-c"],
+        object: "zstd",
+    });
+}
+
+/// xz -T: liblzma's multi-threaded encoder and (since 5.4) decoder, whose workers
+/// synchronise with the main thread through pthread mutexes and condition variables.
+#[test]
+fn xz_round_trips() {
+    compressor_round_trips(&Compressor {
+        name: "xz",
+        package: "xz-utils",
+        suffix: ".xz",
+        // -0: 256 KiB dictionary, 768 KiB blocks: about 32 blocks for 4 threads.
+        compress: &["-q", "-T4", "-0", "-c"],
+        decompress: &["-q", "-d", "-T4", "-c"],
+        object: "liblzma.so",
+    });
+}
+
+// ---------------------------------------------------------------------------------------
+// python3
+// ---------------------------------------------------------------------------------------
+
+/// Threads in CPython 3.11: the GIL is a pthread mutex and condition variable (handed
+/// over every 10 µs here), `threading.Lock` a semaphore; `RLock`, `Condition`,
+/// `queue.Queue` and `ThreadPoolExecutor` are built on them. The output depends only on
+/// the work, never on the interleaving.
+const PYTHON_SCRIPT: &str = r#"
+import concurrent.futures
+import hashlib
+import queue
+import sys
+import threading
+
+sys.setswitchinterval(1e-5)
+N = 4
+
+def run(target, args_list):
+    threads = [threading.Thread(target=target, args=a) for a in args_list]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+counter = 0
+lock = threading.Lock()
+def bump(n):
+    global counter
+    for _ in range(n):
+        with lock:
+            counter += 1
+run(bump, [(20000,)] * N)
+assert counter == 20000 * N, counter
+print("lock", counter)
+
+rlock = threading.RLock()
+rtotal = 0
+def radd(depth, v):
+    global rtotal
+    with rlock:
+        rtotal += v
+        if depth:
+            radd(depth - 1, v + 1)
+def rworker(t):
+    for i in range(3000):
+        radd(3, t + i)
+run(rworker, [(t,) for t in range(N)])
+print("rlock", rtotal)
+
+cond = threading.Condition()
+buf, cap, consumed = [], 8, []
+def produce(t):
+    for i in range(3000):
+        with cond:
+            while len(buf) >= cap:
+                cond.wait()
+            buf.append(t * 100000 + i)
+            cond.notify_all()
+def consume(n):
+    got = 0
+    for _ in range(n):
+        with cond:
+            while not buf:
+                cond.wait()
+            got += buf.pop(0)
+            cond.notify_all()
+    with cond:
+        consumed.append(got)
+threads = [threading.Thread(target=produce, args=(t,)) for t in range(2)]
+threads += [threading.Thread(target=consume, args=(2000,)) for _ in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("condition", sum(consumed), len(consumed), len(buf))
+
+q1, q2 = queue.Queue(maxsize=16), queue.Queue()
+def stage1():
+    while True:
+        item = q1.get()
+        if item is None:
+            q1.task_done()
+            break
+        q2.put(hashlib.sha256(str(item).encode()).hexdigest())
+        q1.task_done()
+workers = [threading.Thread(target=stage1) for _ in range(N)]
+for w in workers:
+    w.start()
+for i in range(8000):
+    q1.put(i)
+for _ in workers:
+    q1.put(None)
+q1.join()
+for w in workers:
+    w.join()
+digests = []
+while not q2.empty():
+    digests.append(q2.get())
+print("queue", len(digests), hashlib.sha256("".join(sorted(digests)).encode()).hexdigest()[:16])
+
+def work(i):
+    h = hashlib.sha256()
+    for k in range(50):
+        h.update(f"{i}:{k}".encode())
+    return h.hexdigest()[:8]
+with concurrent.futures.ThreadPoolExecutor(max_workers=N) as ex:
+    results = list(ex.map(work, range(3000)))
+print("pool", len(results), hashlib.sha256("".join(results).encode()).hexdigest()[:16])
+print("ok")
+"#;
+
+#[test]
+fn python_threads() {
+    let Some(python) = installed("python3", PathBuf::from(PYTHON), "apt-get install python3") else { return };
+    let scratch = Scratch::new("python");
+    // python3 is linked lazily: the binding proves the interpreter called the library.
+    let musts = [must_bind("python3")];
+    let mut reference: Option<String> = None;
+    for strategy in modes() {
+        let mut cmd = preloaded(&python, strategy);
+        cmd.args(["-I", "-c", PYTHON_SCRIPT]);
+        let out = run_checked("python3 threads", &scratch, strategy, cmd, &musts);
+        assert!(out.stdout.ends_with("ok\n"), "python3 {}: incomplete output\n{}", label(strategy), out.stdout);
+        match &reference {
+            None => reference = Some(out.stdout),
+            Some(r) => assert_eq!(&out.stdout, r, "python3 output {} differs from the run without it", label(strategy)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Programs of the test tree
+// ---------------------------------------------------------------------------------------
+
+/// A program that build.rs compiled from c-tests/, as [`installed`] reports it.
+fn tree_program(name: &str, how: &str) -> Option<PathBuf> {
+    installed(name, c_test(name), how)
+}
+
+/// Runs `program args` without the preload and under each strategy (with `extra_preload`
+/// before or after the library, when given); every run exits 0 with the output of the
+/// first, which ends in "ok".
+fn same_output_everywhere(
+    what: &str,
+    program: &Path,
+    args: &[&Path],
+    preload_orders: &[Option<&str>],
+    musts: &[MustBind],
+    scratch: &Scratch,
+) {
+    let mut reference: Option<String> = None;
+    for strategy in modes() {
+        let orders: &[Option<&str>] = if strategy.is_some() { preload_orders } else { &[None] };
+        for order in orders {
+            let mut cmd = preloaded(program, strategy);
+            cmd.args(args);
+            let mut what = what.to_string();
+            if let Some(order) = order {
+                let lib = lib_path();
+                let preload = match *order {
+                    "before" => format!("{JEMALLOC}:{}", lib.display()),
+                    _ => format!("{}:{JEMALLOC}", lib.display()),
+                };
+                cmd.env("LD_PRELOAD", preload);
+                what = format!("{what} (jemalloc {order} the library)");
+            }
+            let out = run_checked(&what, scratch, strategy, cmd, musts);
+            assert!(out.stdout.ends_with("ok\n"), "{what} {}: incomplete output\n{}", label(strategy), out.stdout);
+            match &reference {
+                None => reference = Some(out.stdout),
+                Some(r) => {
+                    assert_eq!(&out.stdout, r, "{what}: output {} differs from the run without it", label(strategy))
+                }
+            }
+        }
+    }
+}
+
+/// SQLite in serialized mode: one shared connection used by four threads, then one
+/// connection per thread to a WAL file database (see c-tests/real_sqlite.c). Row counts,
+/// sums and checksums are exact (the program checks them and prints them).
+#[test]
+fn sqlite_serialized_threads() {
+    let Some(program) = tree_program("real_sqlite", "build.rs skips it without sqlite3.h: apt-get install libsqlite3-dev")
+    else {
+        return;
+    };
+    let scratch = Scratch::new("sqlite");
+    let db_dir = scratch.subdir("db");
+    // libsqlite3 does the locking (its connection, static and VFS mutexes).
+    let musts = [must_bind("libsqlite3.so")];
+    same_output_everywhere("real_sqlite", &program, &[&db_dir], &[None], &musts, &scratch);
+}
+
+/// jemalloc co-preloaded, in both orders: a malloc-heavy program whose threads exchange
+/// buffers through a mutex + condition variable queue (see c-tests/real_jemalloc.c).
+/// jemalloc must be the allocator and must take its own locks through the library.
+#[test]
+fn jemalloc_co_preloaded() {
+    let Some(_) = installed("jemalloc", PathBuf::from(JEMALLOC), "apt-get install libjemalloc2") else { return };
+    let Some(program) = tree_program("real_jemalloc", "build.rs should always build it") else { return };
+    let scratch = Scratch::new("jemalloc");
+    let musts = [
+        must_bind("real_jemalloc"),
+        // jemalloc tries first and locks only when contended; it is linked lazily, so
+        // either binding proves that it called the library.
+        MustBind { object: "libjemalloc.so", symbols: &["pthread_mutex_trylock", "pthread_mutex_lock"] },
+    ];
+    same_output_everywhere("real_jemalloc", &program, &[], &[Some("before"), Some("after")], &musts, &scratch);
+
+    // And jemalloc really is the allocator in those runs.
+    let log_dir = scratch.subdir("ld-debug");
+    let mut cmd = preloaded(&program, Some("spin"));
+    cmd.env("LD_PRELOAD", format!("{JEMALLOC}:{}", lib_path().display()));
+    log_bindings(&mut cmd, &log_dir);
+    run_bounded(cmd, HANG_GUARD).assert_success("real_jemalloc under spin with jemalloc");
+    assert!(
+        bindings(&log_dir).iter().any(|b| file_name(&b.from).starts_with("real_jemalloc")
+            && b.symbol == "malloc"
+            && file_name(&b.to).starts_with("libjemalloc.so")),
+        "real_jemalloc's malloc is not jemalloc's"
+    );
+}
+
+/// A C++ program on std::mutex, std::recursive_mutex, std::condition_variable,
+/// std::shared_ptr (and its atomic operations, which lock inside libstdc++) and
+/// std::async (see c-tests/real_cpp.cpp).
+#[test]
+fn cpp_standard_library() {
+    let Some(program) = tree_program("real_cpp", "build.rs builds it with c++: apt-get install g++") else { return };
+    let scratch = Scratch::new("cpp");
+    let musts = [must_bind("real_cpp"), must_bind("libstdc++.so")];
+    same_output_everywhere("real_cpp", &program, &[], &[None], &musts, &scratch);
+}
+
+// ---------------------------------------------------------------------------------------
+// The checker itself
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn binding_log_lines_are_parsed() {
+    let scratch = Scratch::new("parse");
+    let dir = scratch.subdir("log");
+    fs::write(
+        dir.join("ld.123"),
+        "     123:\tbinding file /lib/x86_64-linux-gnu/liblzma.so.5 [0] to /t/target/release/libspinmutex.so [0]: \
+         normal symbol `pthread_mutex_lock' [GLIBC_2.2.5]\n\
+         \x20    123:\tbinding file /t/libspinmutex.so [0] to /lib/x86_64-linux-gnu/libc.so.6 [0]: normal symbol \
+         `pthread_mutex_unlock'\n\
+         \x20    123:\tsymbol=malloc;  lookup in file=/usr/bin/xz [0]\n",
+    )
+    .expect("write log");
+    let log = bindings(&dir);
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!(log[0].from, "/lib/x86_64-linux-gnu/liblzma.so.5");
+    assert_eq!(log[0].to, "/t/target/release/libspinmutex.so");
+    assert_eq!(log[0].symbol, "pthread_mutex_lock");
+    // The library's own look-up of glibc's function is not a failed interposition.
+    assert_interposed("sample", &dir, &[must_bind("liblzma.so")]);
+}
+
+/// The binding check fails a program that never reached the library: run one without
+/// the preload, with the log on.
+#[test]
+fn binding_check_rejects_a_run_without_the_preload() {
+    let Some(program) = tree_program("real_cpp", "build.rs builds it with c++: apt-get install g++") else { return };
+    let scratch = Scratch::new("no-preload");
+    let dir = scratch.subdir("ld-debug");
+    let mut cmd = preloaded(&program, None);
+    log_bindings(&mut cmd, &dir);
+    run_bounded(cmd, HANG_GUARD).assert_success("real_cpp without the preload");
+    assert!(!bindings(&dir).is_empty(), "LD_DEBUG=bindings logged nothing in {}", dir.display());
+    let check = std::panic::catch_unwind(|| assert_interposed("no preload", &dir, &[must_bind("real_cpp")]));
+    assert!(check.is_err(), "the binding check passed a run without the preload");
+}
+
+#[test]
+fn input_generator_is_deterministic_and_compressible() {
+    let scratch = Scratch::new("input");
+    let (a, b) = (scratch.join("a"), scratch.join("b"));
+    write_input(&a, 1 << 20);
+    write_input(&b, 1 << 20);
+    assert_same_bytes("generated input", &a, &b);
+    let data = fs::read(&a).expect("read input");
+    assert!(data.len() >= 1 << 20 && data.len() < (1 << 20) + 128);
+    // Not constant, not random: a few dozen distinct bytes.
+    let mut seen = [false; 256];
+    data.iter().for_each(|&c| seen[c as usize] = true);
+    let distinct = seen.iter().filter(|&&s| s).count();
+    assert!((20..=64).contains(&distinct), "{distinct} distinct bytes");
+}
