@@ -6,7 +6,8 @@
  * later than 2 s after it, holding the mutex again (checked with an errorcheck mutex:
  * __owner is the caller and unlock returns 0; another thread's trylock meanwhile gives
  * EBUSY); and must return 0 when signalled before the deadline. Invalid arguments
- * (unsupported clock, tv_nsec out of range) give EINVAL with the mutex still held. */
+ * (unsupported clock, tv_nsec out of range) give EINVAL with the mutex still held; a
+ * wait with an errorcheck or recursive mutex the caller does not own gives EPERM. */
 #include "check.h"
 
 #define TIMEOUT_MS 50
@@ -134,6 +135,19 @@ int main(void) {
     EXPECT_RC(pthread_cond_timedwait(&cv_mono, &mutex, &bad), EINVAL);
     expect_held(TIMEDWAIT_RT, "after EINVAL (timespec)");
     OK(pthread_mutex_unlock(&mutex));
+
+    /* glibc's condvar code checks errorcheck/recursive ownership through __owner, which
+     * the interposed lock must keep exactly: EPERM when the caller does not own it. */
+    ts = deadline_in(CLOCK_REALTIME, 1000000000LL);
+    EXPECT_RC(pthread_cond_timedwait(&cv_rt, &mutex, &ts), EPERM); /* unlocked */
+    struct holder h;
+    holder_start(&h, &mutex, 0);
+    EXPECT_RC(pthread_cond_timedwait(&cv_rt, &mutex, &ts), EPERM); /* held by another thread */
+    holder_release(&h);
+    pthread_mutex_t rm;
+    init_typed(&rm, PTHREAD_MUTEX_RECURSIVE);
+    EXPECT_RC(pthread_cond_timedwait(&cv_rt, &rm, &ts), EPERM);
+    OK(pthread_mutex_destroy(&rm));
 
     OK(pthread_cond_destroy(&cv_rt));
     OK(pthread_cond_destroy(&cv_mono));

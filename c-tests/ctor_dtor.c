@@ -1,8 +1,9 @@
-/* Locks taken outside main: from a constructor (including a lock contended by another
- * thread the constructor starts, and a timed lock), from an atexit handler (also
- * contended) and from a destructor. Each stage writes one line to stdout with write(2);
- * the test checks that all four lines appear in order:
- *   ctor ok / main ok / atexit ok / dtor ok */
+/* Locks taken outside main: from the executable's .preinit_array (which runs before
+ * any shared object's constructor, so before the preloaded library's own), from a
+ * constructor (each including a lock contended by a thread started there, and a timed
+ * lock), from an atexit handler (also contended) and from a destructor. Each stage
+ * writes one line to stdout with write(2); the test checks that all five lines appear
+ * in order: preinit ok / ctor ok / main ok / atexit ok / dtor ok */
 #include "check.h"
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -56,8 +57,17 @@ static void typed_checks(const char *where) {
     (void)where;
 }
 
+static void preinit(int argc, char **argv, char **envp) {
+    (void)argc, (void)argv, (void)envp;
+    test_begin("ctor_dtor (preinit_array)", 30);
+    typed_checks("preinit");
+    contended_round("preinit");
+    say("preinit ok\n");
+}
+__attribute__((section(".preinit_array"), used)) static void (*const preinit_entry)(int, char **, char **) = preinit;
+
 __attribute__((constructor)) static void ctor(void) {
-    test_begin("ctor_dtor (constructor)", 30);
+    test_name = "ctor_dtor (constructor)";
     typed_checks("constructor");
     contended_round("constructor");
     pthread_mutex_t local;
@@ -81,13 +91,13 @@ __attribute__((destructor)) static void dtor(void) {
     OK(pthread_mutex_lock(&m));
     count++;
     OK(pthread_mutex_unlock(&m));
-    if (count != 5) fail("destructor: count %ld, expected 5", count);
+    if (count != 7) fail("destructor: count %ld, expected 7", count);
     say("dtor ok\n");
 }
 
 int main(void) {
     test_name = "ctor_dtor (main)";
-    if (count != 2) fail("main: count %ld after the constructor, expected 2", count);
+    if (count != 4) fail("main: count %ld after preinit and the constructor, expected 4", count);
     if (atexit(at_exit) != 0) fail("atexit failed");
     typed_checks("main");
     say("main ok\n");

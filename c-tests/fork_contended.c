@@ -6,7 +6,12 @@
  * Part 2: fork without holding anything while threads contend on C, with a
  *   pthread_atfork prepare handler that takes C and parent/child handlers that release
  *   it (the pattern allocators use). The child contends on C with its own threads.
- * The parent's contenders keep an exact count throughout. */
+ * Part 3: the same as part 1 with _Fork() (glibc 2.34), which runs no atfork handlers:
+ *   the child must still be seen as its own thread (errorcheck/recursive ownership,
+ *   __owner = its tid, a condvar wait with an errorcheck mutex), and requests that the
+ *   parent's sleeping threads left in the held mutex must not stall the child.
+ * The parent's contenders keep an exact count throughout.
+ * usage: fork_contended [fork] [_Fork] [atfork]   (no argument: all three parts) */
 #include "check.h"
 
 #include <stdatomic.h>
@@ -35,6 +40,7 @@ static void *contender(void *arg) {
         count_c++;
         OK(pthread_mutex_unlock(&c));
         done_c[id]++;
+        if ((done_c[id] & 1023) == 0) usleep(100); /* leave the forking thread some CPU */
     }
     return NULL;
 }
@@ -81,6 +87,24 @@ static void child_typed_checks(void) {
     EXPECT_RC(pthread_mutex_unlock(&r), EPERM);
 }
 
+static pthread_cond_t child_cv = PTHREAD_COND_INITIALIZER;
+
+/* A condvar wait in the child: glibc's own code releases and retakes the mutex and
+ * checks errorcheck ownership against the thread id it knows. */
+static void child_condvar_checks(void) {
+    pthread_mutex_t e;
+    init_typed(&e, PTHREAD_MUTEX_ERRORCHECK);
+    OK(pthread_mutex_lock(&e));
+    struct timespec ts = deadline_in(CLOCK_REALTIME, 1000000LL);
+    int rc;
+    while ((rc = pthread_cond_timedwait(&child_cv, &e, &ts)) == 0) {
+    }
+    if (rc != ETIMEDOUT) fail("pthread_cond_timedwait with an errorcheck mutex in the child returned %s", err_name(rc));
+    if (e.__data.__owner != gettid()) fail("after the condvar wait __owner %d, child tid %d", e.__data.__owner, gettid());
+    OK(pthread_mutex_unlock(&e));
+    EXPECT_RC(pthread_mutex_unlock(&e), EPERM);
+}
+
 static void prepare(void) { OK(pthread_mutex_lock(&c)); }
 static void parent_after(void) { OK(pthread_mutex_unlock(&c)); }
 static void child_after(void) { OK(pthread_mutex_unlock(&c)); }
@@ -92,7 +116,14 @@ static void reap(pid_t pid, const char *what, int i) {
         fail("%s %d: child ended with status 0x%x", what, i, status);
 }
 
-int main(void) {
+static int wanted(int argc, char **argv, const char *part) {
+    if (argc < 2) return 1;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], part) == 0) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
     test_begin("fork_contended", 30);
     test_name = "fork_contended (parent)";
     /* Use b in the parent first so that whatever state it has is inherited. */
@@ -102,19 +133,20 @@ int main(void) {
     for (long i = 0; i < CONTENDERS; i++) t[i] = start_thread(contender, (void *)i);
     usleep(2000);
 
-    for (int i = 0; i < FORKS; i++) {
+    for (int i = 0; wanted(argc, argv, "fork") && i < FORKS; i++) {
         OK(pthread_mutex_lock(&a));
         usleep(200); /* let the contenders queue up on a */
         pid_t pid = fork();
         if (pid < 0) fail("fork: %s", strerror(errno));
         if (pid == 0) {
             test_name = "fork_contended (child, forked holding the mutex)";
-            alarm(20);
+            alarm(10);
             OK(pthread_mutex_unlock(&a));
             OK(pthread_mutex_lock(&a));
             /* The owner recorded is the child's own thread id, not the parent's. */
             if (a.__data.__owner != gettid()) fail("__owner %d after relocking in the child, child tid %d", a.__data.__owner, gettid());
             child_typed_checks();
+            child_condvar_checks();
             OK(pthread_mutex_lock(&b));
             EXPECT_RC(pthread_mutex_trylock(&a), EBUSY);
             OK(pthread_mutex_unlock(&b));
@@ -127,14 +159,35 @@ int main(void) {
         reap(pid, "fork holding the mutex", i);
     }
 
-    OK(pthread_atfork(prepare, parent_after, child_after));
-    for (int i = 0; i < FORKS; i++) {
+    for (int i = 0; wanted(argc, argv, "_Fork") && i < FORKS; i++) {
+        OK(pthread_mutex_lock(&a));
+        usleep(200);
+        pid_t pid = _Fork();
+        if (pid < 0) fail("_Fork: %s", strerror(errno));
+        if (pid == 0) {
+            test_name = "fork_contended (child of _Fork, forked holding the mutex)";
+            alarm(10);
+            OK(pthread_mutex_unlock(&a));
+            OK(pthread_mutex_lock(&a));
+            if (a.__data.__owner != gettid()) fail("__owner %d after relocking in the child, child tid %d", a.__data.__owner, gettid());
+            child_typed_checks();
+            child_condvar_checks();
+            OK(pthread_mutex_unlock(&a));
+            child_contend(&a);
+            _exit(0);
+        }
+        OK(pthread_mutex_unlock(&a));
+        reap(pid, "_Fork holding the mutex", i);
+    }
+
+    if (wanted(argc, argv, "atfork")) OK(pthread_atfork(prepare, parent_after, child_after));
+    for (int i = 0; wanted(argc, argv, "atfork") && i < FORKS; i++) {
         usleep(500);
         pid_t pid = fork();
         if (pid < 0) fail("fork: %s", strerror(errno));
         if (pid == 0) {
             test_name = "fork_contended (child, atfork)";
-            alarm(20);
+            alarm(10);
             child_typed_checks();
             OK(pthread_mutex_lock(&c));
             OK(pthread_mutex_unlock(&c));

@@ -8,7 +8,7 @@
  *    the untimed waiter still gets the mutex when it is released (no lost wake-up). */
 #include "check.h"
 
-#define TIMEOUT_MS 50
+#define TIMEOUT_MS 30
 #define SLACK_EARLY_NS 1000000LL
 #define SLACK_LATE_NS 2000000000LL
 

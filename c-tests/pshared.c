@@ -7,10 +7,12 @@
  *   pthread_mutex_timedlock across processes times out while the other process holds.
  * It starts with single-threaded processes only (the parent has created no thread yet,
  * and a forked child is single-threaded): a lock that takes shortcuts when the process
- * has one thread must still be atomic on a process-shared mutex. */
+ * has one thread must still be atomic on a process-shared mutex. It ends with one
+ * memfd mapped twice in one process: the same mutex and condvar at two addresses. */
 #include "check.h"
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define PROCS 3 /* parent + 2 children */
@@ -179,6 +181,96 @@ static void one_type(int type, const char *name) {
     OK(pthread_mutex_destroy(&sh->m));
 }
 
+/* One memfd mapped twice in this process: the same process-shared mutex and condvar
+ * seen at two addresses. Threads using either address must exclude each other and
+ * wake each other (shared futexes are keyed by the memory, not the address). */
+struct twice {
+    struct shared *view[2];
+    long per_thread;
+};
+static struct twice tw;
+static void *twice_incr(void *arg) {
+    long which = (long)arg;
+    struct shared *s = tw.view[which & 1];
+    for (long i = 0; i < tw.per_thread; i++) {
+        OK(pthread_mutex_lock(&s->m));
+        long v = s->counter;
+        if ((i & 127) == 0) sched_yield();
+        s->counter = v + 1;
+        OK(pthread_mutex_unlock(&s->m));
+    }
+    return NULL;
+}
+static void *twice_pong(void *arg) {
+    (void)arg;
+    struct shared *s = tw.view[1];
+    for (int i = 0; i < TURNS; i++) {
+        OK(pthread_mutex_lock(&s->m));
+        while (s->turn % 2 != 1) OK(pthread_cond_wait(&s->cv, &s->m));
+        s->turn++;
+        OK(pthread_cond_broadcast(&s->cv));
+        OK(pthread_mutex_unlock(&s->m));
+    }
+    return NULL;
+}
+
+static void mapped_twice(void) {
+    int fd = (int)syscall(SYS_memfd_create, "spinmutex-pshared", 0);
+    if (fd < 0) fail("memfd_create: %s", strerror(errno));
+    if (ftruncate(fd, 4096) != 0) fail("ftruncate: %s", strerror(errno));
+    for (int i = 0; i < 2; i++) {
+        tw.view[i] = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (tw.view[i] == MAP_FAILED) fail("mmap: %s", strerror(errno));
+    }
+    close(fd);
+    if (tw.view[0] == tw.view[1]) fail("the two mappings share an address");
+    struct shared *s = tw.view[0];
+    pthread_mutexattr_t ma;
+    OK(pthread_mutexattr_init(&ma));
+    OK(pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED));
+    OK(pthread_mutex_init(&s->m, &ma));
+    OK(pthread_mutexattr_destroy(&ma));
+    pthread_condattr_t ca;
+    OK(pthread_condattr_init(&ca));
+    OK(pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED));
+    OK(pthread_cond_init(&s->cv, &ca));
+    OK(pthread_condattr_destroy(&ca));
+    s->counter = 0;
+    s->turn = 0;
+    tw.per_thread = ITERS;
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++) t[i] = start_thread(twice_incr, (void *)i);
+    for (int i = 0; i < 4; i++) join_thread(t[i]);
+    if (tw.view[1]->counter != 4L * ITERS) fail("mapped twice: counter %ld, expected %ld", tw.view[1]->counter, 4L * ITERS);
+    /* Ping-pong: this thread through view 0, the other through view 1. */
+    pthread_t p = start_thread(twice_pong, NULL);
+    for (int i = 0; i < TURNS; i++) {
+        OK(pthread_mutex_lock(&s->m));
+        while (s->turn % 2 != 0) OK(pthread_cond_wait(&s->cv, &s->m));
+        s->turn++;
+        OK(pthread_cond_broadcast(&s->cv));
+        OK(pthread_mutex_unlock(&s->m));
+    }
+    join_thread(p);
+    if (tw.view[1]->turn != 2 * TURNS) fail("mapped twice: %d turns, expected %d", tw.view[1]->turn, 2 * TURNS);
+    /* Held through one address: timed out through the other, then woken through it. */
+    struct holder h;
+    holder_start(&h, &tw.view[1]->m, 0);
+    EXPECT_RC(pthread_mutex_trylock(&tw.view[0]->m), EBUSY);
+    struct timespec ts = deadline_in(CLOCK_REALTIME, 20000000LL);
+    EXPECT_RC(pthread_mutex_timedlock(&tw.view[0]->m, &ts), ETIMEDOUT);
+    holder_release(&h);
+    holder_start(&h, &tw.view[1]->m, 30);
+    ts = deadline_in(CLOCK_REALTIME, 10000000000LL);
+    OK(pthread_mutex_timedlock(&tw.view[0]->m, &ts));
+    OK(pthread_mutex_unlock(&tw.view[0]->m));
+    join_thread(h.thread);
+    OK(pthread_cond_destroy(&s->cv));
+    OK(pthread_mutex_destroy(&s->m));
+    munmap(tw.view[0], 4096);
+    munmap(tw.view[1], 4096);
+}
+
 int main(void) {
     test_begin("pshared", 30);
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -193,5 +285,6 @@ int main(void) {
     one_type(PTHREAD_MUTEX_RECURSIVE, "recursive");
     one_type(PTHREAD_MUTEX_ERRORCHECK, "errorcheck");
     one_type(PTHREAD_MUTEX_ADAPTIVE_NP, "adaptive");
+    mapped_twice();
     return 0;
 }

@@ -43,6 +43,9 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("stress", &[]),
     ("malloc_threads", &[]),
     ("hello_contended", &[]),
+    ("signals", &[]),
+    ("exit_while_locking", &[]),
+    ("thread_exit_locks", &[]),
 ];
 
 fn program(name: &str) -> PathBuf {
@@ -267,7 +270,19 @@ fn cxx_std_mutexes_and_condition_variable() {
 
 #[test]
 fn fork_while_contended() {
-    c_program("fork_contended", &[]);
+    c_program("fork_contended", &["fork", "atfork"]);
+}
+
+/// `_Fork` (glibc 2.34) runs no atfork handlers, so a child made with it must not rely
+/// on one to learn its new thread and process ids. Also with eager handoffs, where the
+/// parent's sleepers leave requests in the mutex the child inherits locked.
+#[test]
+fn fork_without_atfork_handlers() {
+    c_program("fork_contended", &["_Fork"]);
+    with_settings(
+        &[("SPINMUTEX_HANDOFF_AFTER", "1"), ("SPINMUTEX_HANDOFF_WAIT", "20us")],
+        &[("fork_contended", &["_Fork"])],
+    );
 }
 
 #[test]
@@ -286,13 +301,28 @@ fn robust_owner_death() {
 #[test]
 fn locks_in_constructor_atexit_and_destructor() {
     let path = program("ctor_dtor");
-    let expected = "ctor ok\nmain ok\natexit ok\ndtor ok\n";
+    let expected = "preinit ok\nctor ok\nmain ok\natexit ok\ndtor ok\n";
     assert_eq!(baseline_stdout(&path, &[]), expected, "ctor_dtor without preload");
     under_every_strategy(
         "ctor_dtor",
         |strategy| preloaded(&path, Some(strategy)),
         |_, o| (o.stdout != expected).then(|| format!("stdout should be exactly {expected:?}")),
     );
+}
+
+#[test]
+fn locks_while_threads_exit() {
+    c_program("thread_exit_locks", &[]);
+}
+
+#[test]
+fn process_exits_while_threads_lock() {
+    c_program("exit_while_locking", &[]);
+}
+
+#[test]
+fn signals_interrupting_blocked_lockers() {
+    c_program("signals", &[]);
 }
 
 #[test]
@@ -359,9 +389,12 @@ fn eager_handoff_settings() {
             ("stress", &["6", "600", "3000"]),
             ("starvation", &["4", "600", "30"]),
             ("cond_prodcons", &[]),
-            ("fork_contended", &[]),
+            ("fork_contended", &["fork", "atfork"]),
             ("pshared", &[]),
             ("mutex_timed", &[]),
+            ("cond_broadcast", &[]),
+            ("c11_threads", &[]),
+            ("signals", &[]),
         ],
     );
 }
@@ -409,10 +442,13 @@ fn statistics_and_tracing_on() {
     let trace = trace.to_str().expect("utf-8 temp path");
     let programs: &[(&str, &[&str])] = &[
         ("reuse_memory", &[]),
-        ("fork_contended", &[]),
+        ("fork_contended", &["fork", "atfork"]),
         ("cond_cancel", &[]),
         ("many_threads", &[]),
         ("stress", &["6", "300"]),
+        ("thread_exit_locks", &[]),
+        ("exit_while_locking", &[]),
+        ("signals", &[]),
     ];
     with_settings(&[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "4")], programs);
     with_settings(&[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FILE", trace)], programs);
@@ -478,12 +514,16 @@ fn cpython_threads_same_output() {
 /// library says exactly one line on stderr naming the variable, the value and each of
 /// `accepted`, and changes nothing else.
 fn bad_setting(var: &str, value: &str, accepted: &[&str]) {
-    let path = program("hello_contended");
+    bad_setting_with("hello_contended", var, value, accepted);
+}
+
+fn bad_setting_with(name: &str, var: &str, value: &str, accepted: &[&str]) {
+    let path = program(name);
     let expected = baseline_stdout(&path, &[]);
     let mut cmd = preloaded(&path, Some("spin"));
     cmd.env(var, value);
     let o = run_bounded(cmd, LIMIT);
-    let what = format!("hello_contended with {var}={value}");
+    let what = format!("{name} with {var}={value}");
     assert!(o.success(), "{}", describe(&what, &o));
     assert_eq!(o.stdout, expected, "{what}: stdout changed");
     let lines: Vec<&str> = o.stderr.lines().collect();
@@ -511,6 +551,14 @@ fn other_bad_settings_give_one_stderr_line() {
     bad_setting("SPINMUTEX_MAX_SPINNERS", "zero", &[]);
     bad_setting("SPINMUTEX_HANDOFF_AFTER", "often", &[]);
     bad_setting("SPINMUTEX_HANDOFF_WAIT", "5parsecs", &[]);
+}
+
+/// ctor_dtor locks mutexes from its `.preinit_array`, before libc has set up `environ`
+/// and before the library's constructor: the warning must still come, exactly once.
+#[test]
+fn bad_setting_warned_when_locking_starts_before_libc_init() {
+    bad_setting_with("ctor_dtor", "SPINMUTEX_STRATEGY", "bogus", &["glibc", "futex", "spin"]);
+    bad_setting_with("ctor_dtor", "SPINMUTEX_SPIN_LIMIT", "abc", &["ns", "us", "ms"]);
 }
 
 #[test]
@@ -541,6 +589,30 @@ fn valid_settings_are_silent() {
                 } else {
                     None
                 }
+            },
+        );
+    }
+}
+
+/// Statistics and tracing report on stderr (or a file), never on the program's stdout.
+#[test]
+fn observability_leaves_stdout_alone() {
+    let path = program("ctor_dtor");
+    let expected = baseline_stdout(&path, &[]);
+    for vars in [
+        [("SPINMUTEX_STATS", "1"), ("SPINMUTEX_TRACE", "trace")],
+        [("SPINMUTEX_STATS", "json"), ("SPINMUTEX_TRACE", "debug")],
+    ] {
+        under_every_strategy(
+            &format!("ctor_dtor with {vars:?}"),
+            |strategy| {
+                let mut cmd = preloaded(&path, Some(strategy));
+                cmd.envs(vars);
+                cmd
+            },
+            |_, o| {
+                (o.stdout != expected)
+                    .then(|| format!("stdout differs from the run without preload: {expected:?}"))
             },
         );
     }

@@ -15,7 +15,8 @@
 //! there it proves that every call made through their GOT reaches the library.
 //!
 //! A program that is not installed fails its test when the environment variable `CI`
-//! is set (`.ci/run` installs them all) and is otherwise skipped with a line on stderr.
+//! is set (`.ci/run` installs them all) and is otherwise skipped with a line on stderr
+//! ("skipped: X not installed ...").
 
 mod common;
 
@@ -42,13 +43,18 @@ const PYTHON: &str = "/usr/bin/python3";
 // Finding programs
 // ---------------------------------------------------------------------------------------
 
+/// True when the environment variable `CI` is set (to anything but "", "0" or "false").
+fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+}
+
 /// `Some(path)` when `path` exists. Otherwise: a failure under CI, and a skip message on
 /// stderr outside it.
 fn installed(what: &str, path: PathBuf, how: &str) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
-    if std::env::var_os("CI").is_some() {
+    if under_ci() {
         panic!("{what} is not installed ({} is missing; {how}), and CI is set", path.display());
     }
     eprintln!("skipped: {what} not installed ({} is missing; {how})", path.display());
@@ -132,7 +138,8 @@ fn bindings(dir: &Path) -> Vec<Binding> {
     let mut out = Vec::new();
     let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
     for entry in entries.flatten() {
-        let text = fs::read(entry.path()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        let text =
+            fs::read(entry.path()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
         for line in text.lines() {
             let Some(rest) = line.split_once("binding file ").map(|(_, r)| r) else { continue };
             let Some((from, rest)) = rest.split_once(" [") else { continue };
@@ -159,12 +166,14 @@ const fn must_bind(object: &'static str) -> MustBind {
 
 /// Checks the binding log in `dir` of the run `what`: each of `musts` is there, and no
 /// object but the library itself binds a lock symbol to anything but the library.
-fn assert_interposed(what: &str, dir: &Path, musts: &[MustBind]) {
+fn check_interposed(what: &str, dir: &Path, musts: &[MustBind]) -> Result<(), String> {
     let log = bindings(dir);
     let ours = |b: &Binding| file_name(&b.to) == "libspinmutex.so";
     for must in musts {
         let found = log.iter().any(|b| {
-            file_name(&b.from).starts_with(must.object) && must.symbols.contains(&b.symbol.as_str()) && ours(b)
+            file_name(&b.from).starts_with(must.object)
+                && must.symbols.contains(&b.symbol.as_str())
+                && ours(b)
         });
         if !found {
             let seen: Vec<String> = log
@@ -172,7 +181,7 @@ fn assert_interposed(what: &str, dir: &Path, musts: &[MustBind]) {
                 .filter(|b| b.symbol.starts_with("pthread_mutex"))
                 .map(|b| format!("{} -> {}: {}", b.from, b.to, b.symbol))
                 .collect();
-            panic!(
+            return Err(format!(
                 "{what}: the loader's log shows no binding of {:?} from {}* to libspinmutex.so, so the \
                  program never reached the library.\nmutex bindings seen ({} files in {}):\n{}",
                 must.symbols,
@@ -180,13 +189,21 @@ fn assert_interposed(what: &str, dir: &Path, musts: &[MustBind]) {
                 fs::read_dir(dir).map(|d| d.count()).unwrap_or(0),
                 dir.display(),
                 seen.join("\n")
-            );
+            ));
         }
     }
     for b in &log {
         if LOCK_SYMBOLS.contains(&b.symbol.as_str()) && file_name(&b.from) != "libspinmutex.so" && !ours(b) {
-            panic!("{what}: {} binds {} to {}, not to libspinmutex.so", b.from, b.symbol, b.to);
+            return Err(format!("{what}: {} binds {} to {}, not to libspinmutex.so", b.from, b.symbol, b.to));
         }
+    }
+    Ok(())
+}
+
+/// [`check_interposed`], panicking with its message.
+fn assert_interposed(what: &str, dir: &Path, musts: &[MustBind]) {
+    if let Err(e) = check_interposed(what, dir, musts) {
+        panic!("{e}");
     }
 }
 
@@ -214,7 +231,13 @@ fn modes() -> impl Iterator<Item = Option<&'static str>> {
 
 /// Runs `cmd` (built by [`preloaded`]) with a binding log when it is preloaded, checks
 /// that it exits 0 in time and that the log proves interposition. Returns its output.
-fn run_checked(what: &str, scratch: &Scratch, strategy: Option<&str>, mut cmd: Command, musts: &[MustBind]) -> Outcome {
+fn run_checked(
+    what: &str,
+    scratch: &Scratch,
+    strategy: Option<&str>,
+    mut cmd: Command,
+    musts: &[MustBind],
+) -> Outcome {
     let what = format!("{what} {}", label(strategy));
     let log_dir = scratch.subdir("ld-debug");
     if strategy.is_some() {
@@ -414,15 +437,13 @@ fn stress_ng_mutex_and_pthread() {
             if affinity {
                 cmd.arg("--mutex-affinity");
             }
-            let what = format!("stress-ng --mutex --pthread{}", if affinity { " --mutex-affinity" } else { "" });
+            let what =
+                format!("stress-ng --mutex --pthread{}", if affinity { " --mutex-affinity" } else { "" });
             let out = run_checked(&what, &scratch, strategy, cmd, &musts);
             let all = format!("{}\n{}", out.stdout, out.stderr);
             let context = format!("{what} {}\n{all}", label(strategy));
             assert!(all.contains("successful run completed"), "{context}");
-            assert!(
-                !all.lines().any(|l| l.contains(" fail:") || l.contains("failed")),
-                "{context}"
-            );
+            assert!(!all.lines().any(|l| l.contains(" fail:") || l.contains("failed")), "{context}");
             // Bounded by ops, not by the timeout: both stressors did all their work.
             let mutex = stress_ng_bogo_ops(&all, "mutex");
             assert!(mutex.is_some_and(|n| n >= mutex_ops), "mutex bogo ops {mutex:?}: {context}");
@@ -440,9 +461,9 @@ fn stress_ng_mutex_and_pthread() {
 /// words drawn at random from a small vocabulary, and a random hex field.
 fn write_input(path: &Path, bytes: usize) {
     const WORDS: &[&str] = &[
-        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu",
-        "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega", "mutex",
-        "futex", "spin", "lock", "wait", "wake", "owner", "queue",
+        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda",
+        "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
+        "mutex", "futex", "spin", "lock", "wait", "wake", "owner", "queue",
     ];
     let mut state: u64 = 0x853c_49e6_748f_ea9b;
     let mut next = || {
@@ -452,7 +473,8 @@ fn write_input(path: &Path, bytes: usize) {
         state ^= state >> 27;
         state.wrapping_mul(0x2545_f491_4f6c_dd1d)
     };
-    let mut out = BufWriter::new(File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())));
+    let mut out =
+        BufWriter::new(File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())));
     let mut written = 0;
     let mut line_no = 0u64;
     let mut line = String::with_capacity(128);
@@ -687,10 +709,20 @@ fn python_threads() {
         let mut cmd = preloaded(&python, strategy);
         cmd.args(["-I", "-c", PYTHON_SCRIPT]);
         let out = run_checked("python3 threads", &scratch, strategy, cmd, &musts);
-        assert!(out.stdout.ends_with("ok\n"), "python3 {}: incomplete output\n{}", label(strategy), out.stdout);
+        assert!(
+            out.stdout.ends_with("ok\n"),
+            "python3 {}: incomplete output\n{}",
+            label(strategy),
+            out.stdout
+        );
         match &reference {
             None => reference = Some(out.stdout),
-            Some(r) => assert_eq!(&out.stdout, r, "python3 output {} differs from the run without it", label(strategy)),
+            Some(r) => assert_eq!(
+                &out.stdout,
+                r,
+                "python3 output {} differs from the run without it",
+                label(strategy)
+            ),
         }
     }
 }
@@ -732,11 +764,21 @@ fn same_output_everywhere(
                 what = format!("{what} (jemalloc {order} the library)");
             }
             let out = run_checked(&what, scratch, strategy, cmd, musts);
-            assert!(out.stdout.ends_with("ok\n"), "{what} {}: incomplete output\n{}", label(strategy), out.stdout);
+            assert!(
+                out.stdout.ends_with("ok\n"),
+                "{what} {}: incomplete output\n{}",
+                label(strategy),
+                out.stdout
+            );
             match &reference {
                 None => reference = Some(out.stdout),
                 Some(r) => {
-                    assert_eq!(&out.stdout, r, "{what}: output {} differs from the run without it", label(strategy))
+                    assert_eq!(
+                        &out.stdout,
+                        r,
+                        "{what}: output {} differs from the run without it",
+                        label(strategy)
+                    )
                 }
             }
         }
@@ -748,7 +790,8 @@ fn same_output_everywhere(
 /// sums and checksums are exact (the program checks them and prints them).
 #[test]
 fn sqlite_serialized_threads() {
-    let Some(program) = tree_program("real_sqlite", "build.rs skips it without sqlite3.h: apt-get install libsqlite3-dev")
+    let Some(program) =
+        tree_program("real_sqlite", "build.rs skips it without sqlite3.h: apt-get install libsqlite3-dev")
     else {
         return;
     };
@@ -764,7 +807,9 @@ fn sqlite_serialized_threads() {
 /// jemalloc must be the allocator and must take its own locks through the library.
 #[test]
 fn jemalloc_co_preloaded() {
-    let Some(_) = installed("jemalloc", PathBuf::from(JEMALLOC), "apt-get install libjemalloc2") else { return };
+    let Some(_) = installed("jemalloc", PathBuf::from(JEMALLOC), "apt-get install libjemalloc2") else {
+        return;
+    };
     let Some(program) = tree_program("real_jemalloc", "build.rs should always build it") else { return };
     let scratch = Scratch::new("jemalloc");
     let musts = [
@@ -773,7 +818,14 @@ fn jemalloc_co_preloaded() {
         // either binding proves that it called the library.
         MustBind { object: "libjemalloc.so", symbols: &["pthread_mutex_trylock", "pthread_mutex_lock"] },
     ];
-    same_output_everywhere("real_jemalloc", &program, &[], &[Some("before"), Some("after")], &musts, &scratch);
+    same_output_everywhere(
+        "real_jemalloc",
+        &program,
+        &[],
+        &[Some("before"), Some("after")],
+        &musts,
+        &scratch,
+    );
 
     // And jemalloc really is the allocator in those runs.
     let log_dir = scratch.subdir("ld-debug");
@@ -794,7 +846,9 @@ fn jemalloc_co_preloaded() {
 /// std::async (see c-tests/real_cpp.cpp).
 #[test]
 fn cpp_standard_library() {
-    let Some(program) = tree_program("real_cpp", "build.rs builds it with c++: apt-get install g++") else { return };
+    let Some(program) = tree_program("real_cpp", "build.rs builds it with c++: apt-get install g++") else {
+        return;
+    };
     let scratch = Scratch::new("cpp");
     let musts = [must_bind("real_cpp"), must_bind("libstdc++.so")];
     same_output_everywhere("real_cpp", &program, &[], &[None], &musts, &scratch);
@@ -830,15 +884,29 @@ fn binding_log_lines_are_parsed() {
 /// the preload, with the log on.
 #[test]
 fn binding_check_rejects_a_run_without_the_preload() {
-    let Some(program) = tree_program("real_cpp", "build.rs builds it with c++: apt-get install g++") else { return };
+    let Some(program) = tree_program("real_cpp", "build.rs builds it with c++: apt-get install g++") else {
+        return;
+    };
     let scratch = Scratch::new("no-preload");
     let dir = scratch.subdir("ld-debug");
     let mut cmd = preloaded(&program, None);
     log_bindings(&mut cmd, &dir);
     run_bounded(cmd, HANG_GUARD).assert_success("real_cpp without the preload");
     assert!(!bindings(&dir).is_empty(), "LD_DEBUG=bindings logged nothing in {}", dir.display());
-    let check = std::panic::catch_unwind(|| assert_interposed("no preload", &dir, &[must_bind("real_cpp")]));
+    let check = check_interposed("no preload", &dir, &[must_bind("real_cpp")]);
     assert!(check.is_err(), "the binding check passed a run without the preload");
+    // And a binding to glibc's own function is caught even when the required one is there.
+    fs::write(
+        dir.join("ld.1"),
+        "1:\tbinding file /x/real_cpp [0] to /t/libspinmutex.so [0]: normal symbol `pthread_mutex_lock'\n\
+         1:\tbinding file /x/libfoo.so [0] to /lib/libc.so.6 [0]: normal symbol `pthread_mutex_unlock'\n",
+    )
+    .expect("write log");
+    let check = check_interposed("partial", &dir, &[must_bind("real_cpp")]);
+    assert!(
+        check.is_err_and(|e| e.contains("libfoo.so binds pthread_mutex_unlock")),
+        "mixed bindings passed"
+    );
 }
 
 #[test]

@@ -296,11 +296,19 @@ mod tests {
 
     #[test]
     fn knobs_map_to_environment() {
-        let args: Vec<String> =
-            ["--spin-limit", "50", "--trace", "--trace-file=/tmp/t", "--stats", "--env", "A=b=c", "--stats=json"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+        let args: Vec<String> = [
+            "--spin-limit",
+            "50",
+            "--trace",
+            "--trace-file=/tmp/t",
+            "--stats",
+            "--env",
+            "A=b=c",
+            "--stats=json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let mut p = Parser::new(&args);
         let mut env = Vec::new();
         while let Some(Arg::Opt(o)) = p.next_arg().unwrap() {

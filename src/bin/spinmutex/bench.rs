@@ -585,8 +585,9 @@ fn render_tables(a: &BenchArgs, sums: &[CellSummary], m: &Machine) -> String {
 
     let _ = writeln!(
         out,
-        "\nPer strategy (medians over runs): ratio to {refname} with a 95% interval, CPU µs per 1000\n\
-         acquisitions, fairness (fewest per-thread acquisitions ÷ mean), acquisition wait p50/p99.\n"
+        "\nPer strategy (medians over runs): ratio of median throughput to {refname}; 95% interval of\n\
+         the ratio of means (Welch, * = significant); CPU µs per 1000 acquisitions; fairness\n\
+         (fewest per-thread acquisitions ÷ mean); acquisition wait p50/p99.\n"
     );
     let mut t = Table::new(3);
     t.header.push(
