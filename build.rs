@@ -22,10 +22,7 @@ fn main() {
 
     println!("cargo:rerun-if-changed=c-tests");
     println!("cargo:rerun-if-changed=bench");
-    println!(
-        "cargo:rustc-env=SPINMUTEX_C_TESTS_DIR={}",
-        tests_out.display()
-    );
+    println!("cargo:rustc-env=SPINMUTEX_C_TESTS_DIR={}", tests_out.display());
 
     let mut sources: Vec<PathBuf> = fs::read_dir("c-tests")
         .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -44,10 +41,7 @@ fn main() {
         }
         let exe = tests_out.join(src.file_stem().expect("file stem"));
         let mut cmd = Command::new(compiler);
-        cmd.args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .args(&header.flags);
+        cmd.args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-o"]).arg(&exe).arg(&src).args(&header.flags);
         run(cmd, &src);
     }
 
@@ -56,11 +50,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", workload.display());
         let obj = out.join("contention.o");
         let mut cmd = Command::new("cc");
-        cmd.args([
-            "-O2", "-g", "-Wall", "-Werror", "-pthread", "-fPIE", "-c", "-o",
-        ])
-        .arg(&obj)
-        .arg(workload);
+        cmd.args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-fPIE", "-c", "-o"]).arg(&obj).arg(workload);
         run(cmd, workload);
         println!("cargo:rustc-link-arg-bins={}", obj.display());
         println!("cargo:rustc-link-arg-bins=-lm");
@@ -78,19 +68,12 @@ struct HeaderLines {
 impl HeaderLines {
     fn read(src: &Path) -> Self {
         let text = fs::read_to_string(src).unwrap_or_default();
-        let mut lines = HeaderLines {
-            flags: Vec::new(),
-            headers: Vec::new(),
-        };
+        let mut lines = HeaderLines { flags: Vec::new(), headers: Vec::new() };
         for line in text.lines().take(20) {
             if let Some(rest) = line.strip_prefix("// build-flags:") {
-                lines
-                    .flags
-                    .extend(rest.split_whitespace().map(String::from));
+                lines.flags.extend(rest.split_whitespace().map(String::from));
             } else if let Some(rest) = line.strip_prefix("// requires-header:") {
-                lines
-                    .headers
-                    .extend(rest.split_whitespace().map(String::from));
+                lines.headers.extend(rest.split_whitespace().map(String::from));
             }
         }
         lines
@@ -120,8 +103,6 @@ impl HeaderLines {
 }
 
 fn run(mut cmd: Command, src: &Path) {
-    let status = cmd
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run compiler for {}: {e}", src.display()));
+    let status = cmd.status().unwrap_or_else(|e| panic!("cannot run compiler for {}: {e}", src.display()));
     assert!(status.success(), "compiling {} failed", src.display());
 }

@@ -33,8 +33,14 @@ fn run(program: &str, args: &[&str], strategy: &str, env: &[(&str, &str)]) -> Ou
 /// Every line must parse as JSON; python3's parser is the referee.
 fn assert_json_lines(path: &PathBuf) {
     let script = "import json,sys\nn=0\nfor line in open(sys.argv[1]):\n    json.loads(line); n+=1\nprint(n)";
-    let out = Command::new("python3").args(["-c", script]).arg(path).env_remove("LD_PRELOAD").output().unwrap();
-    assert!(out.status.success(), "{} is not JSON lines: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+    let out =
+        Command::new("python3").args(["-c", script]).arg(path).env_remove("LD_PRELOAD").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} is not JSON lines: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -62,7 +68,9 @@ fn contended_program_yields_every_decision_event() {
             assert!(has("spin_give_up") || text.contains("\"how\":\"spin\""), "spin: no spinning recorded");
         }
         for line in text.lines().filter(|l| l.contains("\"event\":\"acquired\"")) {
-            for key in ["\"mutex\":\"0x", "\"tid\":", "\"strategy\":\"", "\"wait_ns\":", "\"spins\":", "\"how\":"] {
+            for key in
+                ["\"mutex\":\"0x", "\"tid\":", "\"strategy\":\"", "\"wait_ns\":", "\"spins\":", "\"how\":"]
+            {
                 assert!(line.contains(key), "acquired event without {key}: {line}");
             }
         }
@@ -164,7 +172,8 @@ fn forked_child_writes_its_own_trace_file() {
 
 #[test]
 fn full_side_table_keeps_running_and_reports_overflow() {
-    let out = run("observe_hot", &["many"], "spin", &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "8")]);
+    let out =
+        run("observe_hot", &["many"], "spin", &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "8")]);
     assert!(out.stdout.contains("total 80000"), "{}", out.stdout);
     assert!(out.stderr.contains("side table full"), "no overflow line:\n{}", out.stderr);
 }

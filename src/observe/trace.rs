@@ -10,7 +10,7 @@
 //! reported at exit.
 
 use core::fmt::Write;
-use core::sync::atomic::{AtomicI32, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -26,12 +26,16 @@ use crate::config::{self, LineBuf};
 static FD: AtomicI32 = AtomicI32::new(2);
 /// SPINMUTEX_TRACE_FILE, kept for a forked child to derive its own name.
 static PATH: OnceLock<CString> = OnceLock::new();
-static JSON: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+static JSON: AtomicBool = AtomicBool::new(false);
 
 /// Reads SPINMUTEX_TRACE, _FILE and _FORMAT and installs the subscriber. False if off.
 pub fn init() -> bool {
     let Some(directive) = config::env(c"SPINMUTEX_TRACE") else { return false };
-    let Ok(text) = core::str::from_utf8(directive) else {
+    let parsed = core::str::from_utf8(directive)
+        .ok()
+        .filter(|text| !text.is_empty())
+        .and_then(|text| EnvFilter::builder().parse(text).ok());
+    let Some(filter) = parsed else {
         config::warn_bad_value(
             "SPINMUTEX_TRACE",
             directive,
@@ -39,18 +43,6 @@ pub fn init() -> bool {
             "off",
         );
         return false;
-    };
-    let filter = match EnvFilter::builder().parse(text) {
-        Ok(f) if !text.is_empty() => f,
-        _ => {
-            config::warn_bad_value(
-                "SPINMUTEX_TRACE",
-                directive,
-                "an EnvFilter directive such as debug or spinmutex=trace",
-                "off",
-            );
-            return false;
-        }
     };
     match config::env(c"SPINMUTEX_TRACE_FORMAT") {
         None | Some(b"text") => {}

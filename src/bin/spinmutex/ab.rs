@@ -354,10 +354,7 @@ fn to_json(a: &AbArgs, results: &[RunResult]) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(s: &[&str]) -> Vec<String> {
-        s.iter().map(|w| w.to_string()).collect()
-    }
+    use crate::args::words;
 
     #[test]
     fn parses() {

@@ -227,6 +227,12 @@ pub fn set_env(env: &mut Vec<(String, String)>, key: &str, value: String) {
     env.push((key.to_string(), value));
 }
 
+/// Test helper: an argument vector from string literals.
+#[cfg(test)]
+pub fn words(s: &[&str]) -> Vec<String> {
+    s.iter().map(|w| w.to_string()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -866,10 +866,7 @@ impl Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(s: &[&str]) -> Vec<String> {
-        s.iter().map(|w| w.to_string()).collect()
-    }
+    use crate::args::words;
 
     #[test]
     fn defaults_and_quick() {

@@ -1193,10 +1193,7 @@ pub fn render_svg(t: &Trace, file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sv(words: &[&str]) -> Vec<String> {
-        words.iter().map(|s| s.to_string()).collect()
-    }
+    use crate::args::words as sv;
 
     #[test]
     fn parses_flat_objects() {

@@ -96,10 +96,7 @@ pub fn main(argv: &[String]) -> Result<u8, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(s: &[&str]) -> Vec<String> {
-        s.iter().map(|w| w.to_string()).collect()
-    }
+    use crate::args::words;
 
     #[test]
     fn parses_knobs_and_command() {
