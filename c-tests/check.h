@@ -17,11 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef __cplusplus
 #define CHECK_UNUSED __attribute__((unused))
-#else
-#define CHECK_UNUSED __attribute__((unused))
-#endif
 
 /* The name of an errno value, for messages. */
 static CHECK_UNUSED const char *err_name(int e) {
@@ -67,21 +63,6 @@ static CHECK_UNUSED __attribute__((noreturn, format(printf, 1, 2))) void fail(co
     } while (0)
 
 #define OK(call) EXPECT_RC(call, 0)
-
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) fail("%s:%d: check `%s` failed: %s", __FILE__, __LINE__, #cond,        \
-                          check_fmt_(__VA_ARGS__));                                         \
-    } while (0)
-
-static CHECK_UNUSED __attribute__((format(printf, 1, 2))) const char *check_fmt_(const char *fmt, ...) {
-    static __thread char buf[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
 
 static CHECK_UNUSED void watchdog_fired(int sig) {
     (void)sig;

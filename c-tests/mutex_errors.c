@@ -10,10 +10,13 @@
  *   eagain    EAGAIN: recursion count overflow (lock, trylock, timedlock)
  *   timespec  EINVAL for tv_nsec >= 1e9 or < 0, only when the call would block
  *   clock     EINVAL for a clock clocklock does not support, even when free
- *   timeout   ETIMEDOUT; a free mutex is taken even with a deadline in the past
+ *   timeout   ETIMEDOUT (also for tv_sec < 0); a free mutex is taken even with a
+ *             deadline in the past; a deadline of LONG_MAX seconds just waits
  *   trylock   trylock per type; recursive trylock on the own lock counts up
  *   destroyed EINVAL from every call on a destroyed mutex; init makes it usable again */
 #include "check.h"
+
+#include <limits.h>
 
 static const int types[] = {PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_RECURSIVE,
                             PTHREAD_MUTEX_ERRORCHECK, PTHREAD_MUTEX_ADAPTIVE_NP};
@@ -329,6 +332,9 @@ static void group_timeout(void) {
         OK(pthread_mutex_unlock(&m));
         EXPECT_RC(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &epoch), 0);
         OK(pthread_mutex_unlock(&m));
+        struct timespec negative = {-1, 0};
+        EXPECT_RC(pthread_mutex_timedlock(&m, &negative), 0);
+        OK(pthread_mutex_unlock(&m));
         /* Held by another thread: ETIMEDOUT, promptly for a past deadline. */
         struct holder h;
         holder_start(&h, &m, 0);
@@ -341,6 +347,10 @@ static void group_timeout(void) {
         if (rc != ETIMEDOUT) fail("%s: clocklock(MONOTONIC, past) of a held mutex returned %s", type_names[i], err_name(rc));
         rc = pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &epoch);
         if (rc != ETIMEDOUT) fail("%s: clocklock(MONOTONIC, 0) of a held mutex returned %s", type_names[i], err_name(rc));
+        rc = pthread_mutex_timedlock(&m, &negative);
+        if (rc != ETIMEDOUT) fail("%s: timedlock(tv_sec -1) of a held mutex returned %s", type_names[i], err_name(rc));
+        rc = pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &negative);
+        if (rc != ETIMEDOUT) fail("%s: clocklock(MONOTONIC, tv_sec -1) of a held mutex returned %s", type_names[i], err_name(rc));
         int64_t took = now_ns(CLOCK_MONOTONIC) - t0;
         if (took > 1000000000LL) fail("%s: past deadlines took %lld ms to time out", type_names[i], (long long)(took / 1000000));
         struct timespec soon = deadline_in(CLOCK_REALTIME, 20000000LL);
@@ -352,6 +362,18 @@ static void group_timeout(void) {
         rc = pthread_mutex_trylock(&m);
         if (rc != EBUSY) fail("%s: trylock after timeouts returned %s", type_names[i], err_name(rc));
         holder_release(&h);
+        /* A deadline as far in the future as a timespec goes: waits, and gets the mutex. */
+        struct timespec far = {LONG_MAX, 999999999};
+        holder_start(&h, &m, 20);
+        rc = pthread_mutex_timedlock(&m, &far);
+        if (rc != 0) fail("%s: timedlock(LONG_MAX) returned %s when the holder released", type_names[i], err_name(rc));
+        OK(pthread_mutex_unlock(&m));
+        join_thread(h.thread);
+        holder_start(&h, &m, 20);
+        rc = pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &far);
+        if (rc != 0) fail("%s: clocklock(MONOTONIC, LONG_MAX) returned %s when the holder released", type_names[i], err_name(rc));
+        OK(pthread_mutex_unlock(&m));
+        join_thread(h.thread);
         /* The timed-out waiters left nothing behind. */
         if (m.__data.__nusers != 0 || m.__data.__owner != 0) fail("%s: __nusers %u __owner %d after timeouts", type_names[i], m.__data.__nusers, m.__data.__owner);
         OK(pthread_mutex_lock(&m));

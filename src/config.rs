@@ -92,9 +92,18 @@ pub fn init() {
     load();
 }
 
+extern "C" {
+    /// The environment; still null while `.preinit_array` functions run.
+    static environ: *const *const core::ffi::c_char;
+}
+
 #[cold]
 fn load() -> Strategy {
-    let warn = !WARNED.swap(true, Relaxed);
+    // A mutex locked from `.preinit_array` sees no environment yet: that reading is
+    // provisional (defaults, no warnings), and the constructor reads again.
+    // SAFETY: reads the pointer glibc keeps; a torn read is impossible for a pointer.
+    let have_environment = unsafe { !core::ptr::addr_of!(environ).read_volatile().is_null() };
+    let warn = have_environment && !WARNED.swap(true, Relaxed);
     let report = |var: &str, value: &[u8], accepted: &str, default: &str| {
         if warn {
             warn_bad_value(var, value, accepted, default);

@@ -140,6 +140,19 @@ pub unsafe extern "C" fn pthread_mutex_consistent(m: *mut pthread_mutex_t) -> c_
     unsafe { real::mutex_consistent(m) }
 }
 
+/// `_Fork` (glibc 2.34) creates a child without running atfork handlers, so the child's
+/// cached ids are refreshed here instead. glibc's own `fork` calls its `_Fork`
+/// internally, not through this symbol, and runs the atfork handler as usual.
+#[no_mangle]
+pub unsafe extern "C" fn _Fork() -> libc::pid_t {
+    // SAFETY: glibc's `_Fork` takes no arguments.
+    let pid = unsafe { real::fork_no_handlers() };
+    if pid == 0 {
+        thread::after_fork_in_child();
+    }
+    pid
+}
+
 /// The old double-underscore names some programs still link against.
 macro_rules! alias {
     ($($alias:ident => $target:ident ( $($arg:ident: $ty:ty),* );)*) => {$(

@@ -78,4 +78,9 @@ forward! {
     mutex_clocklock / c"pthread_mutex_clocklock": fn(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) -> c_int = libc::ENOSYS;
     mutex_consistent / c"pthread_mutex_consistent": fn(m: *mut pthread_mutex_t) -> c_int = libc::ENOSYS;
     mtx_init / c"mtx_init": fn(m: *mut pthread_mutex_t, kind: c_int) -> c_int = crate::c11::THRD_ERROR;
+    fork_no_handlers / c"_Fork": fn() -> libc::pid_t = {
+        // SAFETY: sets this thread's errno, as a failed call would.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        -1
+    };
 }

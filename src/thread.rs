@@ -118,8 +118,9 @@ pub fn single_threaded() -> bool {
     flag.load(Relaxed) != 0
 }
 
-/// In a child after `fork`: the one thread left has a new id, and so does the process.
-extern "C" fn after_fork_in_child() {
+/// In a child after `fork` (or `_Fork`): the one thread left has a new id, and so does
+/// the process.
+pub extern "C" fn after_fork_in_child() {
     set_cached_tid(crate::sys::gettid());
     PID.store(crate::sys::getpid(), Relaxed);
     crate::observe::after_fork_in_child();

@@ -46,6 +46,8 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("signals", &[]),
     ("exit_while_locking", &[]),
     ("thread_exit_locks", &[]),
+    ("report_signal", &[]),
+    ("old_symbols", &[]),
 ];
 
 fn program(name: &str) -> PathBuf {
@@ -433,7 +435,9 @@ fn heavy_spinning_no_handoff_settings() {
 }
 
 /// Statistics on with a side table of 4 slots (it overflows) and tracing of every
-/// slow-path decision to a file: neither may change what the program sees.
+/// slow-path decision to a file: neither may change what the program sees. With
+/// statistics on, report_signal also makes the library print its report on SIGUSR2
+/// hundreds of times while threads contend.
 #[test]
 fn statistics_and_tracing_on() {
     let dir = std::env::temp_dir().join(format!("spinmutex-core-trace-{}", std::process::id()));
@@ -449,6 +453,7 @@ fn statistics_and_tracing_on() {
         ("thread_exit_locks", &[]),
         ("exit_while_locking", &[]),
         ("signals", &[]),
+        ("report_signal", &[]),
     ];
     with_settings(&[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "4")], programs);
     with_settings(&[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FILE", trace)], programs);
@@ -619,6 +624,107 @@ fn observability_leaves_stdout_alone() {
 }
 
 #[test]
+fn old_symbol_versions() {
+    c_program("old_symbols", &[]);
+}
+
+/// Every mutex symbol the library defines, as `nm -D --defined-only` lists it.
+fn exported_mutex_symbols() -> Vec<String> {
+    let out = Command::new("nm").args(["-D", "--defined-only"]).arg(lib_path()).output().expect("run nm");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|sym| ["pthread_mutex_", "__pthread_mutex_", "mtx_"].iter().any(|p| sym.starts_with(p)))
+        .map(String::from)
+        .collect()
+}
+
+/// With `LD_DEBUG=bindings`, the dynamic linker reports every symbol binding: each of the
+/// library's mutex symbols that a program (or libstdc++, or CPython) binds, under any
+/// symbol version, must be bound to the library, not to glibc. Returns the
+/// `symbol [version]` pairs bound to the library.
+fn bindings_to_library(mut cmd: Command, what: &str, exported: &[String]) -> Vec<String> {
+    // Bind everything at load time, in one thread, so that no two threads' reports
+    // interleave (and symbols a run happens not to call are checked too).
+    cmd.env("LD_DEBUG", "bindings").env("LD_BIND_NOW", "1");
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe(what, &o));
+    let lib = lib_path();
+    let lib_name = lib.file_name().and_then(|n| n.to_str()).expect("library file name");
+    let mut to_library = Vec::new();
+    let mut wrong = Vec::new();
+    for line in o.stderr.lines() {
+        // "  PID:\tbinding file FROM [0] to TO [0]: normal symbol `NAME' [VERSION]"
+        let Some(rest) = line.split("binding file ").nth(1) else { continue };
+        let Some((from, rest)) = rest.split_once(" to ") else { continue };
+        let Some((to, rest)) = rest.split_once(": ") else { continue };
+        let Some(name) = rest.split('`').nth(1).and_then(|r| r.split('\'').next()) else { continue };
+        if from.contains(lib_name) || !exported.iter().any(|e| e == name) {
+            continue;
+        }
+        let version = rest.rsplit_once('[').map(|(_, v)| v.trim_end_matches(']')).unwrap_or("");
+        if to.contains(lib_name) {
+            to_library.push(format!("{name} [{version}]"));
+        } else {
+            wrong.push(format!("{from} binds {name} [{version}] to {to}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{what}: mutex symbols bound past the library:\n{}", wrong.join("\n"));
+    to_library
+}
+
+#[test]
+fn interposed_symbols_bind_to_the_library() {
+    let exported = exported_mutex_symbols();
+    assert!(exported.iter().any(|s| s == "pthread_mutex_lock"), "the library exports {exported:?}");
+    let old = bindings_to_library(preloaded(program("old_symbols"), Some("spin")), "old_symbols", &exported);
+    for expected in [
+        "pthread_mutex_trylock [GLIBC_2.2.5]",
+        "pthread_mutex_timedlock [GLIBC_2.2.5]",
+        "pthread_mutex_clocklock [GLIBC_2.30]",
+        "__pthread_mutex_lock [GLIBC_2.2.5]",
+        "__pthread_mutex_trylock [GLIBC_2.2.5]",
+        "__pthread_mutex_unlock [GLIBC_2.2.5]",
+        "__pthread_mutex_init [GLIBC_2.2.5]",
+        "__pthread_mutex_destroy [GLIBC_2.2.5]",
+        "mtx_init [GLIBC_2.28]",
+        "mtx_lock [GLIBC_2.28]",
+        "mtx_trylock [GLIBC_2.28]",
+        "mtx_timedlock [GLIBC_2.28]",
+        "mtx_unlock [GLIBC_2.28]",
+        "mtx_destroy [GLIBC_2.28]",
+    ] {
+        assert!(
+            old.iter().any(|b| b == expected),
+            "old_symbols: {expected} not bound to the library: {old:?}"
+        );
+    }
+    let cxx = bindings_to_library(preloaded(program("cxx_mutex"), Some("spin")), "cxx_mutex", &exported);
+    for expected in
+        ["pthread_mutex_lock", "pthread_mutex_unlock", "pthread_mutex_trylock", "pthread_mutex_clocklock"]
+    {
+        assert!(
+            cxx.iter().any(|b| b.starts_with(&format!("{expected} "))),
+            "cxx_mutex: {expected} not bound: {cxx:?}"
+        );
+    }
+    let c11 = bindings_to_library(preloaded(program("c11_threads"), Some("spin")), "c11_threads", &exported);
+    for expected in ["mtx_init", "mtx_lock", "mtx_trylock", "mtx_timedlock", "mtx_unlock", "mtx_destroy"] {
+        assert!(
+            c11.iter().any(|b| b.starts_with(&format!("{expected} "))),
+            "c11_threads: {expected} not bound: {c11:?}"
+        );
+    }
+    let mut python = preloaded(PYTHON, Some("spin"));
+    python.args(["-I", "-c", "import threading; t = threading.Thread(target=print); t.start(); t.join()"]);
+    let py = bindings_to_library(python, "python", &exported);
+    assert!(
+        py.iter().any(|b| b.starts_with("pthread_mutex_lock ")),
+        "python: pthread_mutex_lock not bound: {py:?}"
+    );
+}
+
+#[test]
 fn library_imports_no_mutex_or_condvar_symbol() {
     let lib = lib_path();
     let out =
@@ -629,7 +735,11 @@ fn library_imports_no_mutex_or_condvar_symbol() {
         .lines()
         .filter_map(|line| line.split_whitespace().last())
         .map(|sym| sym.split('@').next().unwrap_or(sym))
-        .filter(|sym| ["pthread_mutex_", "pthread_cond_", "mtx_", "cnd_"].iter().any(|p| sym.starts_with(p)))
+        .filter(|sym| {
+            ["pthread_mutex_", "pthread_cond_", "__pthread_mutex_", "__pthread_cond_", "mtx_", "cnd_"]
+                .iter()
+                .any(|p| sym.starts_with(p))
+        })
         .collect();
     assert!(bad.is_empty(), "{} imports {bad:?}", lib.display());
     // Guard against testing an empty file: the library must at least define the lock.

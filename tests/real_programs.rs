@@ -415,41 +415,58 @@ fn sysbench_mutex_and_threads() {
 /// root for real), `pthread` (creates threads that wait on a condition variable with a
 /// mutex). `--mutex-affinity` also moves the threads between CPUs at random, which puts
 /// a spinner and a preempted owner on the same CPU.
-///
-/// Only one `mutex` instance: with two, stress-ng 0.15.06 may fail an instance whose
-/// first thread finished all the ops before it created the second ("could not create
-/// any pthreads", exit 3), without any preload.
 #[test]
 fn stress_ng_mutex_and_pthread() {
     let Some(stress_ng) = tool("stress-ng", "stress-ng") else { return };
     let scratch = Scratch::new("stress-ng");
     let musts = [must_bind("stress-ng")];
-    let mutex_ops = 50_000;
-    let pthread_ops = 1000;
-    for affinity in [false, true] {
+    // (stressor, its arguments, ops, whether stress-ng itself runs as SCHED_FIFO)
+    let cases: [(&str, &[&str], u64, bool); 3] = [
+        ("mutex", &["--mutex", "1", "--mutex-ops", "200000"], 200_000, true),
+        ("mutex", &["--mutex", "1", "--mutex-ops", "200000", "--mutex-affinity"], 200_000, true),
+        ("pthread", &["--pthread", "1", "--pthread-ops", "3000"], 3000, false),
+    ];
+    for (stressor, args, ops, realtime) in cases {
         for strategy in modes() {
             let mut cmd = preloaded(&stress_ng, strategy);
-            cmd.args(["--mutex", "1", "--mutex-ops", &mutex_ops.to_string()])
-                .args(["--pthread", "1", "--pthread-ops", &pthread_ops.to_string()])
-                .args(["--verify", "--metrics-brief", "--timeout", "90s"])
-                .arg("--temp-path")
-                .arg(&scratch.path);
-            if affinity {
-                cmd.arg("--mutex-affinity");
+            cmd.args(args).args(["--verify", "--metrics-brief", "--timeout", "90s"]);
+            cmd.arg("--temp-path").arg(&scratch.path);
+            if realtime {
+                realtime_parent(&mut cmd);
             }
-            let what =
-                format!("stress-ng --mutex --pthread{}", if affinity { " --mutex-affinity" } else { "" });
+            let what = format!("stress-ng {}", args.join(" "));
             let out = run_checked(&what, &scratch, strategy, cmd, &musts);
             let all = format!("{}\n{}", out.stdout, out.stderr);
             let context = format!("{what} {}\n{all}", label(strategy));
             assert!(all.contains("successful run completed"), "{context}");
             assert!(!all.lines().any(|l| l.contains(" fail:") || l.contains("failed")), "{context}");
-            // Bounded by ops, not by the timeout: both stressors did all their work.
-            let mutex = stress_ng_bogo_ops(&all, "mutex");
-            assert!(mutex.is_some_and(|n| n >= mutex_ops), "mutex bogo ops {mutex:?}: {context}");
-            let pthread = stress_ng_bogo_ops(&all, "pthread");
-            assert!(pthread.is_some_and(|n| n >= pthread_ops), "pthread bogo ops {pthread:?}: {context}");
+            // Bounded by ops, not by the timeout: the stressor did all its work.
+            let done = stress_ng_bogo_ops(&all, stressor);
+            assert!(done.is_some_and(|n| n >= ops), "{stressor} bogo ops {done:?}: {context}");
         }
+    }
+}
+
+/// Starts `cmd` as SCHED_FIFO at the highest priority, where that is allowed (root).
+///
+/// For stress-ng's `mutex` stressor: its threads raise themselves to SCHED_FIFO (below
+/// 7/8 of the top priority) and may run all their ops before the stressor's main thread,
+/// preempted on its CPU, gets back to check that it created a thread at all; it then
+/// fails with "could not create any pthreads" (exit 3) -- a race in stress-ng 0.15.06
+/// itself, seen without any preload on a loaded machine. A main thread that outranks
+/// its threads cannot be preempted by them. stress-ng's own processes only sleep and
+/// wait; the threads that take the mutex still set their own priorities.
+fn realtime_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only makes two system calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let param = libc::sched_param { sched_priority: libc::sched_get_priority_max(libc::SCHED_FIFO) };
+            // Not allowed (not root, no CAP_SYS_NICE): then stress-ng's threads cannot
+            // use SCHED_FIFO either, and there is no race to avoid.
+            let _ = libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
+            Ok(())
+        });
     }
 }
 
