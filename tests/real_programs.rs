@@ -134,15 +134,18 @@ fn file_name(path: &str) -> &str {
 }
 
 /// Every binding logged in `dir` (one `ld.<pid>` file per process).
+///
+/// The loader writes a binding's message in pieces (the line, then its version and the
+/// newline), so two threads binding at the same moment can leave two messages on one
+/// line: every "binding file " starts a message, wherever it is.
 fn bindings(dir: &Path) -> Vec<Binding> {
     let mut out = Vec::new();
     let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
     for entry in entries.flatten() {
         let text =
             fs::read(entry.path()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-        for line in text.lines() {
-            let Some(rest) = line.split_once("binding file ").map(|(_, r)| r) else { continue };
-            let Some((from, rest)) = rest.split_once(" [") else { continue };
+        for message in text.split("binding file ").skip(1) {
+            let Some((from, rest)) = message.split_once(" [") else { continue };
             let Some((_, rest)) = rest.split_once("] to ") else { continue };
             let Some((to, rest)) = rest.split_once(" [") else { continue };
             let Some((_, rest)) = rest.split_once("symbol `") else { continue };
@@ -885,11 +888,19 @@ fn binding_log_lines_are_parsed() {
          normal symbol `pthread_mutex_lock' [GLIBC_2.2.5]\n\
          \x20    123:\tbinding file /t/libspinmutex.so [0] to /lib/x86_64-linux-gnu/libc.so.6 [0]: normal symbol \
          `pthread_mutex_unlock'\n\
-         \x20    123:\tsymbol=malloc;  lookup in file=/usr/bin/xz [0]\n",
+         \x20    123:\tsymbol=malloc;  lookup in file=/usr/bin/xz [0]\n\
+         \x20    123:\tbinding file /x/real_cpp [0] to /t/libspinmutex.so [0]: normal symbol `pthread_mutex_unlock'\
+         \x20    124:\tbinding file /x/real_cpp [0] to /t/libspinmutex.so [0]: normal symbol `pthread_mutex_lock' \
+         [GLIBC_2.2.5]\n [GLIBC_2.2.5]\n",
     )
     .expect("write log");
     let log = bindings(&dir);
-    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!(log.len(), 4, "{log:?}");
+    // Two threads' messages interleaved on one line: both are found.
+    assert_eq!(
+        (log[2].symbol.as_str(), log[3].symbol.as_str()),
+        ("pthread_mutex_unlock", "pthread_mutex_lock")
+    );
     assert_eq!(log[0].from, "/lib/x86_64-linux-gnu/liblzma.so.5");
     assert_eq!(log[0].to, "/t/target/release/libspinmutex.so");
     assert_eq!(log[0].symbol, "pthread_mutex_lock");
@@ -913,6 +924,7 @@ fn binding_check_rejects_a_run_without_the_preload() {
     let check = check_interposed("no preload", &dir, &[must_bind("real_cpp")]);
     assert!(check.is_err(), "the binding check passed a run without the preload");
     // And a binding to glibc's own function is caught even when the required one is there.
+    let dir = scratch.subdir("sample");
     fs::write(
         dir.join("ld.1"),
         "1:\tbinding file /x/real_cpp [0] to /t/libspinmutex.so [0]: normal symbol `pthread_mutex_lock'\n\
