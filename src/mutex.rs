@@ -247,14 +247,21 @@ impl RawMutex {
             return Err(0);
         }
         let mut used = 0;
+        let mut lost = 0;
         let mut backoff = 1;
         let outcome = loop {
             if self.lock.load(Relaxed) == UNLOCKED {
                 if self.try_acquire() {
                     break Ok(used);
                 }
-                // Lost to another thread: back off so spinners do not retry in lockstep.
-                backoff = (backoff * 2).min(crate::spin::MAX_BACKOFF);
+                // Another thread took the lock the moment it came free, most likely the
+                // owner taking it again from its own cache. Spinning then only drags the
+                // lock's cache line between cores and slows that owner down.
+                lost += 1;
+                if lost >= crate::spin::LOST_RACES {
+                    crate::observe::gave_up_spinning(self, used, budget, GiveUp::LostRaces);
+                    break Err(used);
+                }
             } else if self.handoff.load(Relaxed) != 0 {
                 crate::observe::gave_up_spinning(self, used, budget, GiveUp::HandoffPending);
                 break Err(used);
@@ -263,10 +270,15 @@ impl RawMutex {
                 crate::observe::gave_up_spinning(self, used, budget, GiveUp::Budget);
                 break Err(used);
             }
+            // Read less and less often (1, 2, 4, … pauses apart): a word read on every
+            // pause is pulled away from an owner that keeps writing it, which slows down
+            // exactly the thread we wait for, and with short critical sections turns
+            // every acquisition into a cache-line transfer between cores.
             for _ in 0..backoff {
                 core::hint::spin_loop();
             }
             used += backoff;
+            backoff = (backoff * 2).min(crate::spin::MAX_BACKOFF);
         };
         self.spinners.fetch_sub(1, Relaxed);
         crate::spin::learn(self, outcome.ok());

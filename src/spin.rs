@@ -14,8 +14,12 @@ use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use crate::config::{self, Strategy};
 use crate::mutex::RawMutex;
 
-/// Longest pause run between two reads of the lock word after losing a race for it.
-pub const MAX_BACKOFF: u32 = 8;
+/// Longest run of pauses between two reads of a busy lock word (about 0.5 µs).
+pub const MAX_BACKOFF: u32 = 32;
+/// A spinner that saw the lock free this many times and each time lost it to another
+/// thread stops spinning: the lock is being passed around faster than a spinner on
+/// another core can take it.
+pub const LOST_RACES: u32 = 2;
 /// Every contended acquisition may spin this many pause iterations, whatever the
 /// estimate says: it is how a mutex whose estimate fell to zero notices that spinning
 /// pays again.
@@ -31,8 +35,7 @@ pub fn budget(m: &RawMutex) -> u32 {
     if config::strategy() != Strategy::Spin {
         return 0;
     }
-    let limit = config::spin_limit();
-    (2 * m.spin_estimate() + FLOOR).min(limit)
+    (2 * m.spin_estimate() + FLOOR).min(config::spin_limit())
 }
 
 /// Moves the estimate towards what this acquisition needed: the iterations it spun if

@@ -28,6 +28,8 @@ pub enum GiveUp {
     TooManySpinners,
     /// A sleeper is about to be handed the lock.
     HandoffPending,
+    /// Saw the lock free and lost it to another thread, repeatedly.
+    LostRaces,
 }
 
 impl GiveUp {
@@ -36,6 +38,7 @@ impl GiveUp {
             GiveUp::Budget => "budget",
             GiveUp::TooManySpinners => "too_many_spinners",
             GiveUp::HandoffPending => "handoff_pending",
+            GiveUp::LostRaces => "lost_races",
         }
     }
 }
