@@ -43,7 +43,7 @@ const DEFAULT_PAUSE_PS: u32 = 30_000;
 static STRATEGY: AtomicU8 = AtomicU8::new(0);
 static SPIN_LIMIT_NS: AtomicU64 = AtomicU64::new(DEFAULT_SPIN_LIMIT_NS);
 static SPIN_LIMIT_ITERS: AtomicU32 = AtomicU32::new(0);
-static MAX_SPINNERS: AtomicU32 = AtomicU32::new(1);
+static MAX_SPINNERS: AtomicU32 = AtomicU32::new(0);
 static HANDOFF_AFTER: AtomicU32 = AtomicU32::new(DEFAULT_HANDOFF_AFTER);
 static HANDOFF_WAIT_NS: AtomicU64 = AtomicU64::new(DEFAULT_HANDOFF_WAIT_NS);
 static PAUSE_PS: AtomicU32 = AtomicU32::new(DEFAULT_PAUSE_PS);
@@ -66,7 +66,7 @@ pub fn spin_limit() -> u32 {
     SPIN_LIMIT_ITERS.load(Relaxed)
 }
 
-/// Most threads that spin on one mutex at once.
+/// Most threads that spin on one mutex at once; 0: no cap.
 pub fn max_spinners() -> u32 {
     MAX_SPINNERS.load(Relaxed)
 }
@@ -142,16 +142,13 @@ fn load() -> Strategy {
         },
     };
 
-    let default_spinners = (online_cpus() / 2).max(1) as u32;
     let spinners = match env(c"SPINMUTEX_MAX_SPINNERS") {
-        None => default_spinners,
-        Some(v) => match parse_count(v).filter(|n| (1..=1024).contains(n)) {
+        None => 0,
+        Some(v) => match parse_count(v).filter(|&n| n <= 1024) {
             Some(n) => n as u32,
             None => {
-                let mut default = LineBuf::new();
-                let _ = write!(default, "{default_spinners} (half the CPUs)");
-                report("SPINMUTEX_MAX_SPINNERS", v, "an integer 1..1024", default.as_str());
-                default_spinners
+                report("SPINMUTEX_MAX_SPINNERS", v, "an integer 0..1024 (0: no cap)", "0 (no cap)");
+                0
             }
         },
     };
@@ -223,19 +220,6 @@ fn current() -> Option<Strategy> {
     match STRATEGY.load(Acquire) {
         0 => None,
         _ => Some(strategy()),
-    }
-}
-
-/// CPUs this process may run on (the affinity mask, so taskset and cgroups count).
-pub fn online_cpus() -> u64 {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills the set we own.
-    unsafe {
-        let mut set: libc::cpu_set_t = core::mem::zeroed();
-        if libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            (libc::CPU_COUNT(&set) as u64).max(1)
-        } else {
-            1
-        }
     }
 }
 

@@ -26,7 +26,8 @@
 //!   about handoffs, which is harmless) then does not release it: it marks the request
 //!   granted and wakes the requester, which owns the lock on waking. The lock word stays
 //!   non-zero throughout, so no spinner or newcomer can take the lock in between.
-//! * `__list.__next` low half: how many threads spin on this mutex now, to cap spinners.
+//! * `__list.__next` low half: how many threads spin on this mutex now, kept only when
+//!   SPINMUTEX_MAX_SPINNERS caps them.
 
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicI16, AtomicI32, AtomicU32, AtomicU64};
@@ -241,7 +242,10 @@ impl RawMutex {
     /// (the lock will not be free then). Records what it learned in `__spins`.
     /// `Ok`: the iterations it took to win; `Err`: the iterations spent in vain.
     fn spin(&self, budget: u32) -> Result<u32, u32> {
-        if self.spinners.fetch_add(1, Relaxed) >= crate::config::max_spinners() {
+        // Counting spinners costs two atomic operations on the lock's own cache line, so
+        // it happens only when a cap is configured.
+        let capped = crate::config::max_spinners() != 0;
+        if capped && self.spinners.fetch_add(1, Relaxed) >= crate::config::max_spinners() {
             self.spinners.fetch_sub(1, Relaxed);
             crate::observe::gave_up_spinning(self, 0, budget, GiveUp::TooManySpinners);
             return Err(0);
@@ -280,7 +284,9 @@ impl RawMutex {
             used += backoff;
             backoff = (backoff * 2).min(crate::spin::MAX_BACKOFF);
         };
-        self.spinners.fetch_sub(1, Relaxed);
+        if capped {
+            self.spinners.fetch_sub(1, Relaxed);
+        }
         crate::spin::learn(self, outcome.ok());
         outcome
     }
