@@ -238,14 +238,16 @@ impl RawMutex {
     }
 
     /// Spins for at most `budget` pause iterations, only reading the word until it reads
-    /// free. Gives up early when too many threads already spin or a handoff is pending
-    /// (the lock will not be free then). Records what it learned in `__spins`.
+    /// free. Gives up early when the configured number of spinners is reached, when a
+    /// handoff is pending (the lock will not be free then), or after losing the lock twice
+    /// the moment it came free. Records what it learned in `__spins`.
     /// `Ok`: the iterations it took to win; `Err`: the iterations spent in vain.
     fn spin(&self, budget: u32) -> Result<u32, u32> {
         // Counting spinners costs two atomic operations on the lock's own cache line, so
         // it happens only when a cap is configured.
-        let capped = crate::config::max_spinners() != 0;
-        if capped && self.spinners.fetch_add(1, Relaxed) >= crate::config::max_spinners() {
+        let cap = crate::config::max_spinners();
+        let capped = cap != 0;
+        if capped && self.spinners.fetch_add(1, Relaxed) >= cap {
             self.spinners.fetch_sub(1, Relaxed);
             crate::observe::gave_up_spinning(self, 0, budget, GiveUp::TooManySpinners);
             return Err(0);
