@@ -123,6 +123,38 @@ static int wanted(int argc, char **argv, const char *part) {
     return 0;
 }
 
+/* Forks (with `make_child`: fork, or _Fork, which runs no atfork handlers) while holding
+ * the contended mutex a; the child unlocks and relocks it, must be recorded as its owner,
+ * and then locks and contends on a and b. */
+static void fork_holding_a(pid_t (*make_child)(void), const char *how, int round) {
+    static char child_name[96], what[64];
+    OK(pthread_mutex_lock(&a));
+    usleep(200); /* let the contenders queue up on a */
+    pid_t pid = make_child();
+    if (pid < 0) fail("%s: %s", how, strerror(errno));
+    if (pid == 0) {
+        snprintf(child_name, sizeof child_name, "fork_contended (child of %s, forked holding the mutex)", how);
+        test_name = child_name;
+        alarm(10);
+        OK(pthread_mutex_unlock(&a));
+        OK(pthread_mutex_lock(&a));
+        /* The owner recorded is the child's own thread id, not the parent's. */
+        if (a.__data.__owner != gettid()) fail("__owner %d after relocking in the child, child tid %d", a.__data.__owner, gettid());
+        child_typed_checks();
+        child_condvar_checks();
+        OK(pthread_mutex_lock(&b));
+        EXPECT_RC(pthread_mutex_trylock(&a), EBUSY);
+        OK(pthread_mutex_unlock(&b));
+        OK(pthread_mutex_unlock(&a));
+        child_contend(&a);
+        child_contend(&b);
+        _exit(0);
+    }
+    OK(pthread_mutex_unlock(&a));
+    snprintf(what, sizeof what, "%s holding the mutex", how);
+    reap(pid, what, round);
+}
+
 int main(int argc, char **argv) {
     test_begin("fork_contended", 30);
     test_name = "fork_contended (parent)";
@@ -133,52 +165,8 @@ int main(int argc, char **argv) {
     for (long i = 0; i < CONTENDERS; i++) t[i] = start_thread(contender, (void *)i);
     usleep(2000);
 
-    for (int i = 0; wanted(argc, argv, "fork") && i < FORKS; i++) {
-        OK(pthread_mutex_lock(&a));
-        usleep(200); /* let the contenders queue up on a */
-        pid_t pid = fork();
-        if (pid < 0) fail("fork: %s", strerror(errno));
-        if (pid == 0) {
-            test_name = "fork_contended (child, forked holding the mutex)";
-            alarm(10);
-            OK(pthread_mutex_unlock(&a));
-            OK(pthread_mutex_lock(&a));
-            /* The owner recorded is the child's own thread id, not the parent's. */
-            if (a.__data.__owner != gettid()) fail("__owner %d after relocking in the child, child tid %d", a.__data.__owner, gettid());
-            child_typed_checks();
-            child_condvar_checks();
-            OK(pthread_mutex_lock(&b));
-            EXPECT_RC(pthread_mutex_trylock(&a), EBUSY);
-            OK(pthread_mutex_unlock(&b));
-            OK(pthread_mutex_unlock(&a));
-            child_contend(&a);
-            child_contend(&b);
-            _exit(0);
-        }
-        OK(pthread_mutex_unlock(&a));
-        reap(pid, "fork holding the mutex", i);
-    }
-
-    for (int i = 0; wanted(argc, argv, "_Fork") && i < FORKS; i++) {
-        OK(pthread_mutex_lock(&a));
-        usleep(200);
-        pid_t pid = _Fork();
-        if (pid < 0) fail("_Fork: %s", strerror(errno));
-        if (pid == 0) {
-            test_name = "fork_contended (child of _Fork, forked holding the mutex)";
-            alarm(10);
-            OK(pthread_mutex_unlock(&a));
-            OK(pthread_mutex_lock(&a));
-            if (a.__data.__owner != gettid()) fail("__owner %d after relocking in the child, child tid %d", a.__data.__owner, gettid());
-            child_typed_checks();
-            child_condvar_checks();
-            OK(pthread_mutex_unlock(&a));
-            child_contend(&a);
-            _exit(0);
-        }
-        OK(pthread_mutex_unlock(&a));
-        reap(pid, "_Fork holding the mutex", i);
-    }
+    for (int i = 0; wanted(argc, argv, "fork") && i < FORKS; i++) fork_holding_a(fork, "fork", i);
+    for (int i = 0; wanted(argc, argv, "_Fork") && i < FORKS; i++) fork_holding_a(_Fork, "_Fork", i);
 
     if (wanted(argc, argv, "atfork")) OK(pthread_atfork(prepare, parent_after, child_after));
     for (int i = 0; wanted(argc, argv, "atfork") && i < FORKS; i++) {

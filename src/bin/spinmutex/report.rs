@@ -1127,17 +1127,7 @@ pub fn render_svg(t: &Trace, file: &str) -> String {
     let header = 70.0;
     let height = header + 2.0 * PANEL_H + 10.0;
     let strategies: Vec<&str> = t.by_strategy.keys().map(String::as_str).collect();
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(s, r#"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="20" font-size="15" font-weight="bold">spinmutex report: {}</text>"#,
-        escape(file)
-    );
+    let mut s = crate::svg::document_start(width, height, &format!("spinmutex report: {file}"));
     let acquired: u64 = t.by_strategy.values().map(Stats::acquired).sum();
     let mut sub =
         format!("{} events, {} contended acquisitions, {} mutexes", t.events, acquired, t.by_mutex.len());

@@ -92,23 +92,25 @@ fn trim(v: f64) -> String {
     s.to_string()
 }
 
+/// The opening of a chart: the `<svg>` element, a white background and a bold title.
+pub fn document_start(width: f64, height: f64, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"#);
+    let _ = writeln!(s, r#"<text x="10" y="20" font-size="15" font-weight="bold">{}</text>"#, escape(title));
+    s
+}
+
 impl Chart {
     pub fn render(&self) -> String {
         let cols = self.panels.len().clamp(1, 3);
         let rows = self.panels.len().div_ceil(cols).max(1);
         let width = cols as f64 * PANEL_W + 20.0;
         let height = HEADER_H + rows as f64 * PANEL_H + 10.0;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(s, r#"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"#);
-        let _ = writeln!(
-            s,
-            r#"<text x="10" y="20" font-size="15" font-weight="bold">{}</text>"#,
-            escape(&self.title)
-        );
+        let mut s = document_start(width, height, &self.title);
         let _ = writeln!(s, r##"<text x="10" y="38" fill="#444">{}</text>"##, escape(&self.subtitle));
         // Legend: every series name seen, in order of first appearance.
         let mut names: Vec<&str> = Vec::new();
