@@ -71,13 +71,18 @@ static void reap(pid_t pid, const char *what) {
 }
 
 /* Processes with a single thread each contend on one process-shared mutex. */
-static void single_threaded_processes(int type, const char *name) {
+/* sh->m as a process-shared mutex of `type`. */
+static void init_shared_mutex(int type) {
     pthread_mutexattr_t ma;
     OK(pthread_mutexattr_init(&ma));
     OK(pthread_mutexattr_settype(&ma, type));
     OK(pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED));
     OK(pthread_mutex_init(&sh->m, &ma));
     OK(pthread_mutexattr_destroy(&ma));
+}
+
+static void single_threaded_processes(int type, const char *name) {
+    init_shared_mutex(type);
     sh->counter = 0;
     sh->started = 0;
     pid_t kids[PROCS - 1];
@@ -107,12 +112,7 @@ static void single_threaded_processes(int type, const char *name) {
 }
 
 static void one_type(int type, const char *name) {
-    pthread_mutexattr_t ma;
-    OK(pthread_mutexattr_init(&ma));
-    OK(pthread_mutexattr_settype(&ma, type));
-    OK(pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED));
-    OK(pthread_mutex_init(&sh->m, &ma));
-    OK(pthread_mutexattr_destroy(&ma));
+    init_shared_mutex(type);
     pthread_condattr_t ca;
     OK(pthread_condattr_init(&ca));
     OK(pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED));

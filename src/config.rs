@@ -86,7 +86,8 @@ pub fn pause_ps() -> u32 {
     PAUSE_PS.load(Relaxed)
 }
 
-/// Measures `pause` and reads the environment. Called by the constructor.
+/// Measures `pause`, then reads the environment (so a spin limit given as a duration
+/// is converted with the measured cost). Called by the constructor.
 pub fn init() {
     calibrate_pause();
     load();
@@ -211,16 +212,6 @@ fn calibrate_pause() {
     }
     let ps = (best * 1000 / ROUNDS).clamp(1_000, 500_000);
     PAUSE_PS.store(ps as u32, Relaxed);
-    if let Some(s) = current() {
-        publish_spin_limit(s);
-    }
-}
-
-fn current() -> Option<Strategy> {
-    match STRATEGY.load(Acquire) {
-        0 => None,
-        _ => Some(strategy()),
-    }
 }
 
 /// The value of an environment variable, if set. Never allocates.

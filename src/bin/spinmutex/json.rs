@@ -13,31 +13,19 @@ pub enum Json {
     Obj(Vec<(String, Json)>),
 }
 
-impl From<f64> for Json {
-    fn from(v: f64) -> Self {
-        Json::Num(v)
-    }
+/// Every number becomes an f64, as JSON has only one number type.
+macro_rules! json_number {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Json {
+            fn from(v: $t) -> Self {
+                Json::Num(v as f64)
+            }
+        }
+    )*};
 }
-impl From<u64> for Json {
-    fn from(v: u64) -> Self {
-        Json::Num(v as f64)
-    }
-}
-impl From<u32> for Json {
-    fn from(v: u32) -> Self {
-        Json::Num(v as f64)
-    }
-}
-impl From<i32> for Json {
-    fn from(v: i32) -> Self {
-        Json::Num(v as f64)
-    }
-}
-impl From<usize> for Json {
-    fn from(v: usize) -> Self {
-        Json::Num(v as f64)
-    }
-}
+
+json_number!(f64, u64, u32, i32, usize);
+
 impl From<bool> for Json {
     fn from(v: bool) -> Self {
         Json::Bool(v)

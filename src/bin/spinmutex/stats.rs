@@ -228,41 +228,22 @@ fn reg_inc_beta(a: f64, b: f64, x: f64) -> f64 {
 fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
     const TINY: f64 = 1e-300;
     const EPS: f64 = 1e-15;
+    let nonzero = |v: f64| if v.abs() < TINY { TINY } else { v };
     let mut c = 1.0;
-    let mut d = 1.0 - (a + b) * x / (a + 1.0);
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / nonzero(1.0 - (a + b) * x / (a + 1.0));
     let mut h = d;
+    // One Lentz step for the partial numerator `num`: updates c and d, returns the factor.
+    let mut step = |num: f64| {
+        d = 1.0 / nonzero(1.0 + num * d);
+        c = nonzero(1.0 + num / c);
+        d * c
+    };
     for m in 1..=300 {
         let m = m as f64;
-        // Even step.
-        let num = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
-        d = 1.0 + num * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + num / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        // Odd step.
-        let num = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
-        d = 1.0 + num * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + num / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let step = d * c;
-        h *= step;
-        if (step - 1.0).abs() < EPS {
+        h *= step(m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)));
+        let odd = step(-(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)));
+        h *= odd;
+        if (odd - 1.0).abs() < EPS {
             break;
         }
     }
