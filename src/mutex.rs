@@ -184,20 +184,21 @@ impl RawMutex {
             self.lock.store(UNLOCKED, Relaxed);
             return;
         }
-        if self.lock.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_err() {
-            self.release_contended();
+        if self.handoff.load(Relaxed) != 0 && self.grant_handoff() {
+            return;
+        }
+        // One exchange, as glibc's unlock: a compare-and-swap for the uncontended case
+        // followed by an exchange for the contended one would be two locked
+        // read-modify-writes on the word every sleeper and spinner is watching.
+        if self.lock.swap(UNLOCKED, Release) == CONTENDED {
+            self.wake_one();
         }
     }
 
     #[cold]
-    fn release_contended(&self) {
-        if self.grant_handoff() {
-            return;
-        }
-        if self.lock.swap(UNLOCKED, Release) == CONTENDED {
-            sys::futex_wake(self.lock.as_ptr(), 1, self.shared());
-            crate::observe::woke(self);
-        }
+    fn wake_one(&self) {
+        sys::futex_wake(self.lock.as_ptr(), 1, self.shared());
+        crate::observe::woke(self);
     }
 
     /// If a sleeper of this process asked for a handoff, passes the lock to it without
@@ -310,10 +311,15 @@ impl RawMutex {
         let handoff_wait = crate::config::handoff_wait_ns();
         let started = if handoff_after > 0 && handoff_wait > 0 { sys::now_ns() } else { 0 };
         let mut sleeps = 0;
+        // A word that already reads CONTENDED, as it does while others sleep, needs no
+        // write before the first sleep (glibc skips it too): the exchange would only take
+        // the cache line away from the owner.
+        let mut marked = self.lock.load(Relaxed) == CONTENDED;
         loop {
-            if self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
+            if !marked && self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
                 return Ok((How::Sleeping, sleeps));
             }
+            marked = false;
             let starving = handoff_after > 0
                 && sleeps > 0
                 && (sleeps >= handoff_after || (started != 0 && sys::now_ns() - started >= handoff_wait));

@@ -267,9 +267,19 @@ fn bench_reduced_grid_writes_valid_csv_json_svg() {
         svg.to_str().unwrap(),
     ]);
     o.assert_success("bench --quick (reduced)");
-    for want in
-        ["threads", "load", "glibc", "glibc-adaptive", "futex", "spin", "kops/s", "bound", "fair", "wait p99"]
-    {
+    for want in [
+        "threads",
+        "load",
+        "glibc",
+        "glibc-adaptive",
+        "futex",
+        "spin",
+        "kops/s",
+        "bound",
+        "fair",
+        "wait p99",
+        "wait max",
+    ] {
         assert!(o.stdout.contains(want), "bench table lacks {want:?}:\n{}", o.stdout);
     }
     // 2 threads × 2 loads × 4 strategies × 2 runs.
@@ -297,6 +307,7 @@ fn bench_reduced_grid_writes_valid_csv_json_svg() {
     let text = std::fs::read_to_string(&json).unwrap();
     json_check::validate(&text).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{text}"));
     assert_eq!(text.matches("\"median_ops_per_s\"").count(), 2 * 2 * 4, "one summary per cell and strategy");
+    assert_eq!(text.matches("\"wait_max_ns\"").count(), 2 * 2 * 4 * 2 + 2 * 2 * 4, "every run and summary");
     assert!(text.contains("\"nproc\""));
 
     let text = std::fs::read_to_string(&svg).unwrap();
