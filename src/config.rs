@@ -46,6 +46,7 @@ static SPIN_LIMIT_ITERS: AtomicU32 = AtomicU32::new(0);
 static MAX_SPINNERS: AtomicU32 = AtomicU32::new(0);
 static HANDOFF_AFTER: AtomicU32 = AtomicU32::new(DEFAULT_HANDOFF_AFTER);
 static HANDOFF_WAIT_NS: AtomicU64 = AtomicU64::new(DEFAULT_HANDOFF_WAIT_NS);
+static FAIR: AtomicBool = AtomicBool::new(false);
 static PAUSE_PS: AtomicU32 = AtomicU32::new(DEFAULT_PAUSE_PS);
 /// Set by the one thread that reads the environment with warnings on.
 static WARNED: AtomicBool = AtomicBool::new(false);
@@ -79,6 +80,11 @@ pub fn handoff_after() -> u32 {
 /// Time asleep after which a sleeper asks for a handoff (0: no time bound).
 pub fn handoff_wait_ns() -> u64 {
     HANDOFF_WAIT_NS.load(Relaxed)
+}
+
+/// Never spin while another thread sleeps on the mutex (`SPINMUTEX_FAIR=1`).
+pub fn fair() -> bool {
+    FAIR.load(Relaxed)
 }
 
 /// Measured cost of one `pause`, in picoseconds.
@@ -181,11 +187,21 @@ fn load() -> Strategy {
         },
     };
 
+    let fair = match env(c"SPINMUTEX_FAIR") {
+        None | Some(b"0") => false,
+        Some(b"1") => true,
+        Some(v) => {
+            report("SPINMUTEX_FAIR", v, "0 or 1", "0");
+            false
+        }
+    };
+
     SPIN_LIMIT_NS.store(limit_ns, Relaxed);
     publish_spin_limit(strategy);
     MAX_SPINNERS.store(spinners, Relaxed);
     HANDOFF_AFTER.store(handoff_after, Relaxed);
     HANDOFF_WAIT_NS.store(handoff_wait, Relaxed);
+    FAIR.store(fair, Relaxed);
     STRATEGY.store(strategy as u8, Release);
     strategy
 }

@@ -27,7 +27,9 @@
 //!   granted and wakes the requester, which owns the lock on waking. The lock word stays
 //!   non-zero throughout, so no spinner or newcomer can take the lock in between.
 //! * `__list.__next` low half: how many threads spin on this mutex now, kept only when
-//!   SPINMUTEX_MAX_SPINNERS caps them.
+//!   SPINMUTEX_MAX_SPINNERS caps them; high half: how many sleep on it, kept only under
+//!   SPINMUTEX_FAIR (a child after `fork` may inherit a count of the parent's sleepers,
+//!   and then never spins on that mutex: slower, never wrong).
 
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicI16, AtomicI32, AtomicU32, AtomicU64};
@@ -73,7 +75,7 @@ pub struct RawMutex {
     _elision: AtomicI16,
     handoff: AtomicU64,
     spinners: AtomicU32,
-    _unused: AtomicU32,
+    sleepers: AtomicU32,
 }
 
 const _: () = assert!(core::mem::size_of::<RawMutex>() == core::mem::size_of::<pthread_mutex_t>());
@@ -225,7 +227,13 @@ impl RawMutex {
     /// Waits for the lock after `try_acquire` failed: spins first if the strategy says
     /// so, then sleeps. `Err` is `ETIMEDOUT` once `deadline` passes.
     pub fn acquire_contended(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
-        let budget = crate::spin::budget(self);
+        let fair = crate::config::fair();
+        let mut budget = crate::spin::budget(self);
+        if budget > 0 && fair && self.sleepers.load(Relaxed) != 0 {
+            // Spinning would overtake threads that have waited longer.
+            crate::observe::gave_up_spinning(self, 0, budget, GiveUp::Sleepers);
+            budget = 0;
+        }
         let spins = if budget > 0 {
             match self.spin(budget) {
                 Ok(spins) => return Ok(Acquired { how: How::Spinning, spins, sleeps: 0 }),
@@ -234,7 +242,14 @@ impl RawMutex {
         } else {
             0
         };
-        let (how, sleeps) = self.sleep(deadline)?;
+        if fair {
+            self.sleepers.fetch_add(1, Relaxed);
+        }
+        let slept = self.sleep(deadline);
+        if fair {
+            self.sleepers.fetch_sub(1, Relaxed);
+        }
+        let (how, sleeps) = slept?;
         Ok(Acquired { how, spins, sleeps })
     }
 

@@ -415,6 +415,25 @@ fn no_spinning_settings() {
     );
 }
 
+/// No spinning past sleepers: sleeper counts must stay balanced through timeouts,
+/// condvar relocks inside glibc, handoffs, fork and signals.
+#[test]
+fn fair_settings() {
+    with_settings(
+        &[("SPINMUTEX_FAIR", "1")],
+        &[
+            ("stress", &["6", "600", "3000"]),
+            ("starvation", &["4", "600", "30"]),
+            ("cond_prodcons", &[]),
+            ("fork_contended", &["fork", "atfork"]),
+            ("pshared", &[]),
+            ("mutex_timed", &[]),
+            ("cond_broadcast", &[]),
+            ("signals", &[]),
+        ],
+    );
+}
+
 /// Long spins by many spinners, handoffs off: correctness must not depend on either.
 #[test]
 fn heavy_spinning_no_handoff_settings() {
@@ -556,6 +575,7 @@ fn other_bad_settings_give_one_stderr_line() {
     bad_setting("SPINMUTEX_MAX_SPINNERS", "zero", &[]);
     bad_setting("SPINMUTEX_HANDOFF_AFTER", "often", &[]);
     bad_setting("SPINMUTEX_HANDOFF_WAIT", "5parsecs", &[]);
+    bad_setting("SPINMUTEX_FAIR", "yes", &["0 or 1"]);
 }
 
 /// ctor_dtor locks mutexes from its `.preinit_array`, before libc has set up `environ`
@@ -577,6 +597,8 @@ fn valid_settings_are_silent() {
         &[("SPINMUTEX_SPIN_LIMIT", "300ns"), ("SPINMUTEX_MAX_SPINNERS", "1")],
         &[("SPINMUTEX_SPIN_LIMIT", "1ms"), ("SPINMUTEX_HANDOFF_AFTER", "0")],
         &[("SPINMUTEX_HANDOFF_AFTER", "4"), ("SPINMUTEX_HANDOFF_WAIT", "50us")],
+        &[("SPINMUTEX_FAIR", "1")],
+        &[("SPINMUTEX_FAIR", "0")],
     ];
     for vars in settings {
         under_every_strategy(

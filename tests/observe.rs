@@ -1,7 +1,7 @@
-//! Tracing and statistics (issue 4): the events a contended program yields, none for an
-//! uncontended one, JSON that parses, the report naming the hot mutex's function, a
-//! forked child's own trace file, a full side table, a bad directive, and output that
-//! statistics never change.
+//! Tracing and statistics (issue 4): the events a contended program yields (and the
+//! give-up reason SPINMUTEX_FAIR adds), none for an uncontended one, JSON that parses,
+//! the report naming the hot mutex's function, a forked child's own trace file, a full
+//! side table, a bad directive, and output that statistics never change.
 
 mod common;
 
@@ -73,6 +73,39 @@ fn contended_program_yields_every_decision_event() {
             {
                 assert!(line.contains(key), "acquired event without {key}: {line}");
             }
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// SPINMUTEX_FAIR=1: a thread that finds others asleep on the mutex does not spin (the
+/// trace says why); without it, the same program never gives that reason.
+#[test]
+fn fair_setting_stops_spinning_past_sleepers() {
+    for fair in ["1", "0"] {
+        let dir = scratch(&format!("fair-{fair}"));
+        let trace = dir.join("trace.json");
+        run(
+            "observe_hot",
+            &[],
+            "spin",
+            &[
+                ("SPINMUTEX_FAIR", fair),
+                ("SPINMUTEX_TRACE", "spinmutex=trace"),
+                ("SPINMUTEX_TRACE_FORMAT", "json"),
+                ("SPINMUTEX_TRACE_FILE", trace.to_str().unwrap()),
+            ],
+        );
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let refusals = text.matches("\"reason\":\"sleepers\"").count();
+        if fair == "1" {
+            assert!(
+                refusals > 0,
+                "SPINMUTEX_FAIR=1: no spin refused for sleepers in\n{}",
+                &text[..text.len().min(2000)]
+            );
+        } else {
+            assert_eq!(refusals, 0, "SPINMUTEX_FAIR=0 refused to spin for sleepers");
         }
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -30,6 +30,8 @@ pub enum GiveUp {
     HandoffPending,
     /// Saw the lock free and lost it to another thread, repeatedly.
     LostRaces,
+    /// Others sleep on the mutex and `SPINMUTEX_FAIR` is on: did not spin at all.
+    Sleepers,
 }
 
 impl GiveUp {
@@ -39,6 +41,7 @@ impl GiveUp {
             GiveUp::TooManySpinners => "too_many_spinners",
             GiveUp::HandoffPending => "handoff_pending",
             GiveUp::LostRaces => "lost_races",
+            GiveUp::Sleepers => "sleepers",
         }
     }
 }

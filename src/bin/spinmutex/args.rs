@@ -179,6 +179,7 @@ Library settings (each becomes an environment variable of the child):
   --max-spinners N     SPINMUTEX_MAX_SPINNERS
   --handoff-after N    SPINMUTEX_HANDOFF_AFTER
   --handoff-wait N     SPINMUTEX_HANDOFF_WAIT
+  --fair[=0|1]         SPINMUTEX_FAIR (1 when no value is given)
   --trace[=FILTER]     SPINMUTEX_TRACE, a tracing filter (`debug` when none is
                        given; `trace` for every decision)
   --trace-file FILE    SPINMUTEX_TRACE_FILE
@@ -204,6 +205,11 @@ pub fn knob(opt: &str, p: &mut Parser, env: &mut Vec<(String, String)>) -> Resul
         "--stats" => {
             let v = p.inline_value().unwrap_or_else(|| "1".to_string());
             set_env(env, "SPINMUTEX_STATS", v);
+            return Ok(true);
+        }
+        "--fair" => {
+            let v = p.inline_value().unwrap_or_else(|| "1".to_string());
+            set_env(env, "SPINMUTEX_FAIR", v);
             return Ok(true);
         }
         "--env" | "-e" => {
@@ -311,6 +317,7 @@ mod tests {
             "--env",
             "A=b=c",
             "--stats=json",
+            "--fair",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -328,6 +335,7 @@ mod tests {
                 ("SPINMUTEX_TRACE_FILE".to_string(), "/tmp/t".to_string()),
                 ("A".to_string(), "b=c".to_string()),
                 ("SPINMUTEX_STATS".to_string(), "json".to_string()),
+                ("SPINMUTEX_FAIR".to_string(), "1".to_string()),
             ]
         );
         assert!(parse_env_pair("NOEQUALS").is_err());
