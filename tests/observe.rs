@@ -85,9 +85,10 @@ fn fair_setting_stops_spinning_past_sleepers() {
     for fair in ["1", "0"] {
         let dir = scratch(&format!("fair-{fair}"));
         let trace = dir.join("trace.json");
+        // 16 threads on 4 mutexes for 300 ms: threads sleep on every mutex.
         run(
-            "observe_hot",
-            &[],
+            "stress",
+            &["16", "300"],
             "spin",
             &[
                 ("SPINMUTEX_FAIR", fair),
