@@ -198,6 +198,7 @@ impl RawMutex {
     }
 
     #[cold]
+    #[inline(never)]
     fn wake_one(&self) {
         sys::futex_wake(self.lock.as_ptr(), 1, self.shared());
         crate::observe::woke(self);
@@ -206,6 +207,8 @@ impl RawMutex {
     /// If a sleeper of this process asked for a handoff, passes the lock to it without
     /// releasing it. A request left behind by a thread of the parent before `fork` names
     /// another pid: it is withdrawn and the lock released normally.
+    #[cold]
+    #[inline(never)]
     fn grant_handoff(&self) -> bool {
         let request = self.handoff.load(Acquire);
         if request == 0 || request as u32 & GRANTED != 0 {
