@@ -7,9 +7,10 @@
 //! * `CONTENDED` (2): held, and threads may be asleep in `FUTEX_WAIT` on it.
 //!
 //! Acquire: compare-and-swap 0 → 1. A thread that goes to sleep first swaps in 2 (if the
-//! swap returned 0 it has the lock after all), then `FUTEX_WAIT(word, 2)`; once woken it
-//! swaps in 2 again, since it cannot know whether others still sleep. Release: store 0,
-//! and `FUTEX_WAKE` one sleeper if the word was 2. glibc's condition variables run this
+//! swap returned 0 it has the lock after all; a word that already reads 2 is left alone),
+//! then `FUTEX_WAIT(word, 2)`; once woken it swaps in 2 again, since it cannot know
+//! whether others still sleep. Release: exchange with 0, and `FUTEX_WAKE` one sleeper if
+//! the word was 2. glibc's condition variables run this
 //! same protocol on the same bytes, which is why they keep working on our mutexes.
 //!
 //! Between acquire and release the owner keeps `__owner` = its thread id and `__nusers`
