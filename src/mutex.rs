@@ -330,15 +330,24 @@ impl RawMutex {
         let handoff_wait = crate::config::handoff_wait_ns();
         let started = if handoff_after > 0 && handoff_wait > 0 { sys::now_ns() } else { 0 };
         let mut sleeps = 0;
-        // A word that already reads CONTENDED, as it does while others sleep, needs no
-        // write before the first sleep (glibc skips it too): the exchange would only take
-        // the cache line away from the owner.
-        let mut marked = self.lock.load(Relaxed) == CONTENDED;
+        // Until a release has woken it, this thread is a newcomer like any other: it may
+        // take a free lock as LOCKED, so that its own release needs no futex wake (glibc's
+        // lll_lock tries the same before waiting). A woken thread must take it as
+        // CONTENDED, since it cannot know whether others still sleep.
+        let mut woken = false;
         loop {
-            if !marked && self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
+            let word = self.lock.load(Relaxed);
+            if !woken
+                && word == UNLOCKED
+                && self.lock.compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed).is_ok()
+            {
                 return Ok((How::Sleeping, sleeps));
             }
-            marked = false;
+            // A word that already reads CONTENDED needs no write before sleeping (glibc
+            // skips it too): the exchange would only take the cache line from the owner.
+            if word != CONTENDED && self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
+                return Ok((How::Sleeping, sleeps));
+            }
             let starving = handoff_after > 0
                 && sleeps > 0
                 && (sleeps >= handoff_after || (started != 0 && sys::now_ns() - started >= handoff_wait));
@@ -351,6 +360,9 @@ impl RawMutex {
                 crate::observe::timed_out(self);
                 return Err(libc::ETIMEDOUT);
             }
+            // EAGAIN: the word changed before the thread slept, so no release woke it.
+            // Anything else (a wake, a signal) counts as woken.
+            woken |= r != libc::EAGAIN;
             sleeps += 1;
         }
     }
