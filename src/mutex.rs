@@ -249,7 +249,7 @@ impl RawMutex {
         if fair {
             self.sleepers.fetch_add(1, Relaxed);
         }
-        let slept = self.sleep(deadline);
+        let slept = self.sleep(deadline, false);
         if fair {
             self.sleepers.fetch_sub(1, Relaxed);
         }
@@ -324,7 +324,8 @@ impl RawMutex {
 
     /// Sleeps on the futex until the lock is ours. After losing the lock on waking
     /// `handoff_after` times, or after sleeping `handoff_wait` in all, asks for a handoff.
-    fn sleep(&self, deadline: Option<&Deadline>) -> Result<(How, u32), c_int> {
+    /// `woken`: a release woke the caller and it has not marked the word CONTENDED since.
+    fn sleep(&self, deadline: Option<&Deadline>, woken: bool) -> Result<(How, u32), c_int> {
         let shared = self.shared();
         let handoff_after = if shared { 0 } else { crate::spin::handoff_after() };
         let handoff_wait = crate::config::handoff_wait_ns();
@@ -334,7 +335,7 @@ impl RawMutex {
         // take a free lock as LOCKED, so that its own release needs no futex wake (glibc's
         // lll_lock tries the same before waiting). A woken thread must take it as
         // CONTENDED, since it cannot know whether others still sleep.
-        let mut woken = false;
+        let mut woken = woken;
         loop {
             let word = self.lock.load(Relaxed);
             if !woken
@@ -394,8 +395,8 @@ impl RawMutex {
             }
             if request != mine {
                 // Our request was withdrawn (it cannot be: only stale ones are); carry on
-                // as an ordinary sleeper.
-                return self.sleep(deadline);
+                // as an ordinary sleeper, one that may just have been woken.
+                return self.sleep(deadline, true);
             }
             if self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
                 // The owner released instead of granting, so no grant can follow: only an
@@ -421,7 +422,8 @@ impl RawMutex {
                     crate::observe::timed_out(self);
                     return Err(libc::ETIMEDOUT);
                 }
-                libc::ENOSYS if withdraw() => return self.sleep(deadline),
+                // The loop marked the word CONTENDED just before this call failed.
+                libc::ENOSYS if withdraw() => return self.sleep(deadline, false),
                 // Woken, or granted just as time ran out: look again.
                 _ => {}
             }
