@@ -9,8 +9,8 @@
 //! Acquire: compare-and-swap 0 → 1. A thread that goes to sleep first swaps in 2 (if the
 //! swap returned 0 it has the lock after all; a word that already reads 2 is left alone),
 //! then `FUTEX_WAIT(word, 2)`; once woken it swaps in 2 again, since it cannot know
-//! whether others still sleep. Release: exchange with 0, and `FUTEX_WAKE` one sleeper if
-//! the word was 2. glibc's condition variables run this
+//! whether others still sleep. Release: compare-and-swap 1 → 0; if the word was 2,
+//! exchange it with 0 and `FUTEX_WAKE` one sleeper. glibc's condition variables run this
 //! same protocol on the same bytes, which is why they keep working on our mutexes.
 //!
 //! Between acquire and release the owner keeps `__owner` = its thread id and `__nusers`
@@ -187,29 +187,29 @@ impl RawMutex {
             self.lock.store(UNLOCKED, Relaxed);
             return;
         }
-        if self.handoff.load(Relaxed) != 0 && self.grant_handoff() {
-            return;
-        }
-        // One exchange, as glibc's unlock: a compare-and-swap for the uncontended case
-        // followed by an exchange for the contended one would be two locked
-        // read-modify-writes on the word every sleeper and spinner is watching.
-        if self.lock.swap(UNLOCKED, Release) == CONTENDED {
-            self.wake_one();
+        // Uncontended, one compare-and-swap and nothing else. A thread asking for a
+        // handoff marks the word CONTENDED before it sleeps, so only a failed swap needs
+        // to look for a request.
+        if self.lock.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_err() {
+            self.release_contended();
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn wake_one(&self) {
-        sys::futex_wake(self.lock.as_ptr(), 1, self.shared());
-        crate::observe::woke(self);
+    fn release_contended(&self) {
+        if self.grant_handoff() {
+            return;
+        }
+        if self.lock.swap(UNLOCKED, Release) == CONTENDED {
+            sys::futex_wake(self.lock.as_ptr(), 1, self.shared());
+            crate::observe::woke(self);
+        }
     }
 
     /// If a sleeper of this process asked for a handoff, passes the lock to it without
     /// releasing it. A request left behind by a thread of the parent before `fork` names
     /// another pid: it is withdrawn and the lock released normally.
-    #[cold]
-    #[inline(never)]
     fn grant_handoff(&self) -> bool {
         let request = self.handoff.load(Acquire);
         if request == 0 || request as u32 & GRANTED != 0 {

@@ -385,21 +385,22 @@ fn with_settings(vars: &[(&str, &str)], programs: &[(&str, &[&str])]) {
 /// threads, and requests between processes.
 #[test]
 fn eager_handoff_settings() {
-    with_settings(
-        &[("SPINMUTEX_HANDOFF_AFTER", "1"), ("SPINMUTEX_HANDOFF_WAIT", "20us")],
-        &[
-            ("stress", &["6", "600", "3000"]),
-            ("starvation", &["4", "600", "30"]),
-            ("cond_prodcons", &[]),
-            ("fork_contended", &["fork", "atfork"]),
-            ("pshared", &[]),
-            ("mutex_timed", &[]),
-            ("cond_broadcast", &[]),
-            ("c11_threads", &[]),
-            ("signals", &[]),
-        ],
-    );
+    with_settings(&[("SPINMUTEX_HANDOFF_AFTER", "1"), ("SPINMUTEX_HANDOFF_WAIT", "20us")], SLEEP_PATHS);
 }
+
+/// Programs that drive every way out of a sleep: timeouts, condvar relocks inside glibc,
+/// fork, other processes, cancellation points and signals.
+const SLEEP_PATHS: &[(&str, &[&str])] = &[
+    ("stress", &["6", "600", "3000"]),
+    ("starvation", &["4", "600", "30"]),
+    ("cond_prodcons", &[]),
+    ("fork_contended", &["fork", "atfork"]),
+    ("pshared", &[]),
+    ("mutex_timed", &[]),
+    ("cond_broadcast", &[]),
+    ("c11_threads", &[]),
+    ("signals", &[]),
+];
 
 /// No spinning at all: every contended acquisition sleeps.
 #[test]
@@ -419,19 +420,7 @@ fn no_spinning_settings() {
 /// condvar relocks inside glibc, handoffs, fork and signals.
 #[test]
 fn fair_settings() {
-    with_settings(
-        &[("SPINMUTEX_FAIR", "1")],
-        &[
-            ("stress", &["6", "600", "3000"]),
-            ("starvation", &["4", "600", "30"]),
-            ("cond_prodcons", &[]),
-            ("fork_contended", &["fork", "atfork"]),
-            ("pshared", &[]),
-            ("mutex_timed", &[]),
-            ("cond_broadcast", &[]),
-            ("signals", &[]),
-        ],
-    );
+    with_settings(&[("SPINMUTEX_FAIR", "1")], SLEEP_PATHS);
 }
 
 /// Long spins by many spinners, handoffs off: correctness must not depend on either.
