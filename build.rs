@@ -1,14 +1,18 @@
 //! Builds the C side of the package with the system compilers:
 //!
+//! * `src/cond.c`, the condition-variable wrappers, into an object linked into the
+//!   preload library (with `src/versions.map`, the symbol versions they carry);
 //! * every `c-tests/*.c` and `c-tests/*.cpp` into an executable in `$OUT_DIR/c-tests/`,
 //!   whose directory the integration tests read from `SPINMUTEX_C_TESTS_DIR`;
 //! * `bench/contention.c`, the contention workload, into an object linked into the
 //!   `spinmutex` command only (never into the preloaded library).
 //!
-//! A source file can carry two header lines:
-//! `// build-flags: -lsqlite3` (extra compiler/linker flags) and
+//! A source file can carry these header lines:
+//! `// build-flags: -lsqlite3` (extra compiler/linker flags),
 //! `// requires-header: sqlite3.h` (skip the file when that header is not installed;
-//! the test that runs it then reports the program as missing).
+//! the test that runs it then reports the program as missing), and
+//! `// build-optional: why` (a failed compile skips the file instead of failing the
+//! build, e.g. when a sanitizer runtime is not installed).
 
 use std::env;
 use std::fs;
@@ -20,6 +24,30 @@ fn main() {
     let tests_out = out.join("c-tests");
     fs::create_dir_all(&tests_out).expect("create c-tests output directory");
 
+    // The condition-variable wrappers (src/cond.c, src/cond.rs), linked into the preload
+    // library only, and the version nodes their symbols carry.
+    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let (wrappers, versions) = (root.join("src/cond.c"), root.join("src/versions.map"));
+    println!("cargo:rerun-if-changed={}", wrappers.display());
+    println!("cargo:rerun-if-changed={}", versions.display());
+    let object = out.join("cond.o");
+    let mut cmd = Command::new("cc");
+    cmd.args([
+        "-O2",
+        "-g",
+        "-fPIC",
+        "-fexceptions",
+        "-fasynchronous-unwind-tables",
+        "-Wall",
+        "-Werror",
+        "-c",
+        "-o",
+    ])
+    .arg(&object)
+    .arg(&wrappers);
+    run(cmd, &wrappers);
+    println!("cargo:rustc-cdylib-link-arg={}", object.display());
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", versions.display());
     println!("cargo:rerun-if-changed=c-tests");
     println!("cargo:rerun-if-changed=bench");
     println!("cargo:rustc-env=SPINMUTEX_C_TESTS_DIR={}", tests_out.display());
@@ -42,6 +70,13 @@ fn main() {
         let exe = tests_out.join(src.file_stem().expect("file stem"));
         let mut cmd = Command::new(compiler);
         cmd.args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-o"]).arg(&exe).arg(&src).args(&header.flags);
+        if header.optional {
+            cmd.stderr(std::process::Stdio::null());
+            if !cmd.status().is_ok_and(|s| s.success()) {
+                let _ = fs::remove_file(&exe);
+            }
+            continue;
+        }
         run(cmd, &src);
     }
 
@@ -63,17 +98,20 @@ fn main() {
 struct HeaderLines {
     flags: Vec<String>,
     headers: Vec<String>,
+    optional: bool,
 }
 
 impl HeaderLines {
     fn read(src: &Path) -> Self {
         let text = fs::read_to_string(src).unwrap_or_default();
-        let mut lines = HeaderLines { flags: Vec::new(), headers: Vec::new() };
+        let mut lines = HeaderLines { flags: Vec::new(), headers: Vec::new(), optional: false };
         for line in text.lines().take(20) {
             if let Some(rest) = line.strip_prefix("// build-flags:") {
                 lines.flags.extend(rest.split_whitespace().map(String::from));
             } else if let Some(rest) = line.strip_prefix("// requires-header:") {
                 lines.headers.extend(rest.split_whitespace().map(String::from));
+            } else if line.starts_with("// build-optional:") {
+                lines.optional = true;
             }
         }
         lines

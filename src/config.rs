@@ -50,6 +50,8 @@ static FAIR: AtomicBool = AtomicBool::new(false);
 static PAUSE_PS: AtomicU32 = AtomicU32::new(DEFAULT_PAUSE_PS);
 /// Set by the one thread that reads the environment with warnings on.
 static WARNED: AtomicBool = AtomicBool::new(false);
+/// A lock-watching tool is present: everything is forwarded, nothing observed.
+static STEPPED_ASIDE: AtomicBool = AtomicBool::new(false);
 
 /// The strategy in force; reads the environment the first time.
 #[inline]
@@ -58,7 +60,7 @@ pub fn strategy() -> Strategy {
         1 => Strategy::Glibc,
         2 => Strategy::Futex,
         3 => Strategy::Spin,
-        _ => load(),
+        _ => load(Reading::FirstUse),
     }
 }
 
@@ -82,6 +84,11 @@ pub fn handoff_wait_ns() -> u64 {
     HANDOFF_WAIT_NS.load(Relaxed)
 }
 
+/// A tool that watches locks (helgrind, drd, ThreadSanitizer) is present.
+pub fn stepped_aside() -> bool {
+    STEPPED_ASIDE.load(Relaxed)
+}
+
 /// Never spin while another thread sleeps on the mutex (`SPINMUTEX_FAIR=1`).
 pub fn fair() -> bool {
     FAIR.load(Relaxed)
@@ -96,8 +103,23 @@ pub fn pause_ps() -> u32 {
 /// is converted with the measured cost). Called by the constructor.
 pub fn init() {
     calibrate_pause();
-    load();
+    load(Reading::Constructor);
 }
+
+/// Who reads the environment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// A lock call before the constructor ran.
+    FirstUse,
+    /// The constructor: it also looks for tools that watch locks (which takes the
+    /// dynamic loader's locks, so it is not done inside an arbitrary lock call).
+    Constructor,
+}
+
+/// Set while a thread reads the environment: a lock call made meanwhile (the reading
+/// may allocate, and the allocator may lock) gets the default strategy at once rather
+/// than reading again from inside the reading.
+static LOADING: AtomicBool = AtomicBool::new(false);
 
 extern "C" {
     /// The environment; still null while `.preinit_array` functions run.
@@ -105,7 +127,16 @@ extern "C" {
 }
 
 #[cold]
-fn load() -> Strategy {
+fn load(reading: Reading) -> Strategy {
+    if LOADING.swap(true, Acquire) {
+        return DEFAULT_STRATEGY;
+    }
+    let strategy = read_environment(reading);
+    LOADING.store(false, Release);
+    strategy
+}
+
+fn read_environment(reading: Reading) -> Strategy {
     // A mutex locked from `.preinit_array` sees no environment yet: that reading is
     // provisional (defaults, no warnings), and the constructor reads again.
     // SAFETY: reads the pointer glibc keeps; a torn read is impossible for a pointer.
@@ -196,6 +227,27 @@ fn load() -> Strategy {
         }
     };
 
+    // Under a tool that watches locks through glibc's functions, serving them would hide
+    // them from it (see `tools`).
+    let watcher = if reading == Reading::Constructor { crate::tools::lock_watcher() } else { None };
+    let strategy = match watcher {
+        Some(tool) => {
+            // Only the constructor looks, once per process.
+            {
+                let mut line: LineBuf = LineBuf::new();
+                let _ = writeln!(
+                    line,
+                    "spinmutex: {tool} watches this program's locks, so libspinmutex steps aside: \
+                     every lock call goes on to it, statistics and tracing are off"
+                );
+                crate::sys::write_stderr(line.as_bytes());
+            }
+            Strategy::Glibc
+        }
+        None => strategy,
+    };
+    STEPPED_ASIDE.store(watcher.is_some(), Relaxed);
+
     SPIN_LIMIT_NS.store(limit_ns, Relaxed);
     publish_spin_limit(strategy);
     MAX_SPINNERS.store(spinners, Relaxed);
@@ -268,7 +320,7 @@ pub fn parse_duration(text: &[u8]) -> Option<u64> {
 
 /// The one line a bad setting earns: names the variable, the value and what is accepted.
 pub fn warn_bad_value(var: &str, value: &[u8], accepted: &str, default: &str) {
-    let mut line = LineBuf::new();
+    let mut line: LineBuf = LineBuf::new();
     let shown = core::str::from_utf8(value).unwrap_or("<not UTF-8>");
     let _ = writeln!(
         line,
@@ -277,27 +329,67 @@ pub fn warn_bad_value(var: &str, value: &[u8], accepted: &str, default: &str) {
     crate::sys::write_stderr(line.as_bytes());
 }
 
-/// A fixed-size text buffer: formatting without allocating. Longer text is cut.
-pub struct LineBuf {
-    buf: [u8; 512],
+/// A fixed-size text buffer of `N` bytes: formatting without allocating. Longer text is
+/// cut.
+pub struct LineBuf<const N: usize = 512> {
+    buf: [u8; N],
     len: usize,
 }
 
-impl LineBuf {
+impl<const N: usize> LineBuf<N> {
     pub const fn new() -> Self {
-        LineBuf { buf: [0; 512], len: 0 }
+        LineBuf { buf: [0; N], len: 0 }
     }
 
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
 
-    pub fn as_str(&self) -> &str {
-        core::str::from_utf8(self.as_bytes()).unwrap_or("")
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Appends bytes (cut at the end of the buffer).
+    pub fn push(&mut self, bytes: &[u8]) -> &mut Self {
+        let n = bytes.len().min(N - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+        self
+    }
+
+    /// Appends a number in decimal, without `core::fmt`.
+    pub fn push_u64(&mut self, value: u64) -> &mut Self {
+        self.push_digits(value, 10, b"")
+    }
+
+    pub fn push_i64(&mut self, value: i64) -> &mut Self {
+        if value < 0 {
+            self.push(b"-");
+        }
+        self.push_u64(value.unsigned_abs())
+    }
+
+    /// Appends a number in hexadecimal with a `0x` prefix, without `core::fmt`.
+    pub fn push_hex(&mut self, value: u64) -> &mut Self {
+        self.push_digits(value, 16, b"0x")
+    }
+
+    fn push_digits(&mut self, mut value: u64, base: u64, prefix: &[u8]) -> &mut Self {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b"0123456789abcdef"[(value % base) as usize];
+            value /= base;
+            if value == 0 {
+                break;
+            }
+        }
+        self.push(prefix).push(&digits[at..])
     }
 }
 
-impl Write for LineBuf {
+impl<const N: usize> Write for LineBuf<N> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let room = self.buf.len() - self.len;
         let n = s.len().min(room);
@@ -335,8 +427,16 @@ mod tests {
     }
 
     #[test]
+    fn line_buffer_formats_numbers_by_hand() {
+        let mut line: LineBuf<96> = LineBuf::new();
+        line.push_u64(0).push(b" ").push_u64(u64::MAX).push(b" ").push_i64(-42).push(b" ");
+        line.push_i64(i64::MIN).push(b" ").push_hex(0x7f12_3456_789a).push(b" ").push_hex(0);
+        assert_eq!(line.as_bytes(), b"0 18446744073709551615 -42 -9223372036854775808 0x7f123456789a 0x0");
+    }
+
+    #[test]
     fn line_buffer_cuts_long_text() {
-        let mut line = LineBuf::new();
+        let mut line: LineBuf = LineBuf::new();
         for _ in 0..100 {
             let _ = write!(line, "0123456789");
         }

@@ -116,7 +116,7 @@ pub unsafe extern "C" fn pthread_mutex_init(
     // SAFETY: the caller's arguments go to glibc unchanged.
     let r = unsafe { real::mutex_init(m, attr) };
     if r == 0 {
-        observe::reset(m as usize);
+        observe::born(m as usize);
     }
     r
 }
@@ -128,7 +128,7 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
     // SAFETY: the caller's mutex goes to glibc unchanged.
     let r = unsafe { real::mutex_destroy(m) };
     if r == 0 {
-        observe::reset(m as usize);
+        observe::died(m as usize);
     }
     r
 }

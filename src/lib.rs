@@ -5,12 +5,15 @@
 //! [`mutex`]); strategies differ only in how a thread waits for a busy lock
 //! ([`spin`]). What this library does not serve is forwarded to glibc ([`real`]).
 //!
-//! Module map: `exports` and `c11` are the C entry points; `lock` and `unlock` apply
+//! Module map: `exports` and `c11` are the C entry points (`cond` the condition-variable
+//! waits, observed and forwarded); `lock` and `unlock` apply
 //! glibc's per-type rules; `mutex` is the protocol on the bytes; `spin` the spinning
 //! policy; `config` the environment; `thread` the caller's ids; `sys` the system calls;
-//! `real` glibc's own functions; `observe` tracing and statistics.
+//! `real` glibc's own functions; `observe` tracing and statistics; `tools` the lock
+//! watchers (helgrind, drd, ThreadSanitizer) for which the library steps aside.
 
 mod c11;
+mod cond;
 mod config;
 mod exports;
 mod lock;
@@ -20,4 +23,5 @@ mod real;
 mod spin;
 mod sys;
 mod thread;
+mod tools;
 mod unlock;

@@ -27,10 +27,29 @@
 //!   about handoffs, which is harmless) then does not release it: it marks the request
 //!   granted and wakes the requester, which owns the lock on waking. The lock word stays
 //!   non-zero throughout, so no spinner or newcomer can take the lock in between.
+//!
+//!   A granted lock belongs to a thread that is not running yet, so that thread must be
+//!   certain to take it: it asks only with every signal blocked, and keeps them blocked
+//!   until it holds the lock or has taken its request back. No signal handler can run
+//!   in it meanwhile (one could wait for the very lock it is being handed, or leave with
+//!   `siglongjmp` and strand it), and no cancellation can end it. A signal that arrives
+//!   is noticed within [`SIGNAL_LATENCY_NS`]: the thread withdraws (passing on a lock
+//!   granted in that instant), lets the signal through, and waits on as an ordinary
+//!   sleeper, owning nothing, as under glibc.
 //! * `__list.__next` low half: how many threads spin on this mutex now, kept only when
 //!   SPINMUTEX_MAX_SPINNERS caps them; high half: how many sleep on it, kept only under
-//!   SPINMUTEX_FAIR (a child after `fork` may inherit a count of the parent's sleepers,
-//!   and then never spins on that mutex: slower, never wrong).
+//!   SPINMUTEX_FAIR and only for process-private mutexes (a process killed while asleep
+//!   on a shared one would leave its count behind for good). A child after `fork` may
+//!   inherit a count of the parent's sleepers, and a thread that leaves a wait with
+//!   `siglongjmp` leaves its own: that mutex then never spins (slower, never wrong).
+//!
+//! # After the release
+//!
+//! The instant the lock word reads free, the next owner may destroy the mutex and free
+//! its memory (POSIX allows it: think of an object whose last reference is dropped under
+//! its own lock). So a release decides everything it needs (private or shared futex,
+//! where to wake) before the releasing write, and afterwards uses only the mutex's
+//! address: for the futex wake, which never reads the memory, and for tracing.
 
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicI16, AtomicI32, AtomicU32, AtomicU64};
@@ -62,6 +81,10 @@ pub mod kind {
 
 /// Bit 31 of the handoff word's low half: the request has been granted.
 const GRANTED: u32 = 1 << 31;
+
+/// Longest a thread waiting for a handoff holds back a signal before it withdraws its
+/// request and lets the signal through.
+pub const SIGNAL_LATENCY_NS: u64 = 500_000;
 
 /// glibc's `struct __pthread_mutex_s` on x86-64, every field atomic because other
 /// threads read and write it concurrently.
@@ -198,12 +221,16 @@ impl RawMutex {
     #[cold]
     #[inline(never)]
     fn release_contended(&self) {
+        // Read before the release: afterwards the mutex may be gone (module header).
+        let shared = self.shared();
+        let word = self.lock.as_ptr();
+        let addr = self.addr();
         if self.grant_handoff() {
             return;
         }
         if self.lock.swap(UNLOCKED, Release) == CONTENDED {
-            sys::futex_wake(self.lock.as_ptr(), 1, self.shared());
-            crate::observe::woke(self);
+            sys::futex_wake(word, 1, shared);
+            crate::observe::woke(addr);
         }
     }
 
@@ -219,19 +246,23 @@ impl RawMutex {
             let _ = self.handoff.compare_exchange(request, 0, Relaxed, Relaxed);
             return false;
         }
+        let (word, addr) = (self.handoff.as_ptr().cast::<i32>(), self.addr());
         if self.handoff.compare_exchange(request, request | u64::from(GRANTED), AcqRel, Relaxed).is_err() {
             return false;
         }
-        // The lock word stays CONTENDED: the requester owns the lock from here on.
-        sys::futex_wake(self.handoff.as_ptr().cast(), 1, false);
-        crate::observe::handed_off(self, request as u32 as i32);
+        // The lock word stays CONTENDED: the requester owns the lock from here on, and
+        // may free the mutex as soon as it runs. Only the address is used now.
+        sys::futex_wake(word, 1, false);
+        crate::observe::handed_off(addr, request as u32 as i32);
         true
     }
 
     /// Waits for the lock after `try_acquire` failed: spins first if the strategy says
     /// so, then sleeps. `Err` is `ETIMEDOUT` once `deadline` passes.
     pub fn acquire_contended(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
-        let fair = crate::config::fair();
+        // Shared mutexes keep no sleeper count: a process killed in its sleep would
+        // leave its share behind in every other process for good.
+        let fair = crate::config::fair() && !self.shared();
         let mut budget = crate::spin::budget(self);
         if budget > 0 && fair && self.sleepers.load(Relaxed) != 0 {
             // Spinning would overtake threads that have waited longer.
@@ -262,6 +293,7 @@ impl RawMutex {
     /// handoff is pending (the lock will not be free then), or after losing the lock twice
     /// the moment it came free. Records what it learned in `__spins`.
     /// `Ok`: the iterations it took to win; `Err`: the iterations spent in vain.
+    #[inline(never)]
     fn spin(&self, budget: u32) -> Result<u32, u32> {
         // Counting spinners costs two atomic operations on the lock's own cache line, so
         // it happens only when a cap is configured.
@@ -325,6 +357,7 @@ impl RawMutex {
     /// Sleeps on the futex until the lock is ours. After losing the lock on waking
     /// `handoff_after` times, or after sleeping `handoff_wait` in all, asks for a handoff.
     /// `woken`: a release woke the caller and it has not marked the word CONTENDED since.
+    #[inline(never)]
     fn sleep(&self, deadline: Option<&Deadline>, woken: bool) -> Result<(How, u32), c_int> {
         let shared = self.shared();
         let handoff_after = if shared { 0 } else { crate::spin::handoff_after() };
@@ -352,8 +385,17 @@ impl RawMutex {
             let starving = handoff_after > 0
                 && sleeps > 0
                 && (sleeps >= handoff_after || (started != 0 && sys::now_ns() - started >= handoff_wait));
-            if starving && self.request_handoff() {
-                return self.wait_for_handoff(deadline, sleeps);
+            if starving {
+                match self.wait_for_handoff(deadline, &mut sleeps) {
+                    Handoff::Taken(how) => return Ok((how, sleeps)),
+                    Handoff::TimedOut => {
+                        crate::observe::timed_out(self);
+                        return Err(libc::ETIMEDOUT);
+                    }
+                    // It may have consumed a wake-up meant for a sleeper: from now on it
+                    // takes the lock as CONTENDED, which never loses one.
+                    Handoff::Declined => woken = true,
+                }
             }
             crate::observe::sleeping(self);
             let r = sys::futex_wait(&self.lock, CONTENDED, deadline, shared);
@@ -381,53 +423,104 @@ impl RawMutex {
         free && self.handoff.compare_exchange(current, mine, Relaxed, Relaxed).is_ok()
     }
 
+    /// Asks for the lock to be handed over and waits for it, with every signal blocked
+    /// (module header: a granted lock must never wait for a thread that cannot take it).
+    /// The program's signal mask is back in force when this returns, and a signal held
+    /// back meanwhile runs its handler then, with no lock in limbo.
+    #[inline(never)]
+    fn wait_for_handoff(&self, deadline: Option<&Deadline>, sleeps: &mut u32) -> Handoff {
+        let program_mask = sys::block_all_signals();
+        let outcome = if self.request_handoff() {
+            crate::observe::handoff_requested(self);
+            self.await_grant(deadline, sleeps, program_mask)
+        } else {
+            Handoff::Declined // another sleeper's request is pending
+        };
+        sys::set_signal_mask(program_mask);
+        outcome
+    }
+
     /// Sleeps on the lock word and the handoff word at once, so both a grant and an
-    /// ordinary wake-up (from glibc's own unlock, for one) reach us.
-    fn wait_for_handoff(&self, deadline: Option<&Deadline>, mut sleeps: u32) -> Result<(How, u32), c_int> {
+    /// ordinary wake-up (from glibc's own unlock, for one) reach it, waking at least
+    /// every [`SIGNAL_LATENCY_NS`] to let through signals the program would take.
+    fn await_grant(
+        &self,
+        deadline: Option<&Deadline>,
+        sleeps: &mut u32,
+        program_mask: sys::SigSet,
+    ) -> Handoff {
         let mine = Self::my_request();
         let granted = mine | u64::from(GRANTED);
-        crate::observe::handoff_requested(self);
         loop {
             let request = self.handoff.load(Acquire);
             if request == granted {
                 self.handoff.store(0, Relaxed);
-                return Ok((How::Handoff, sleeps));
+                return Handoff::Taken(How::Handoff);
             }
             if request != mine {
-                // Our request was withdrawn (it cannot be: only stale ones are); carry on
-                // as an ordinary sleeper, one that may just have been woken.
-                return self.sleep(deadline, true);
+                // Withdrawn by someone else (only stale requests are): wait as before.
+                return Handoff::Declined;
             }
             if self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
                 // The owner released instead of granting, so no grant can follow: only an
                 // owner grants, and we are the owner now.
                 self.handoff.store(0, Relaxed);
-                return Ok((How::Sleeping, sleeps));
+                return Handoff::Taken(How::Sleeping);
+            }
+            if sys::pending_signals() & !program_mask != 0 {
+                return self.withdraw(mine, true);
             }
             crate::observe::sleeping(self);
+            let (until, users) = Deadline::sooner_of(deadline, SIGNAL_LATENCY_NS);
             let r = sys::futex_wait_either(
                 self.lock.as_ptr(),
                 CONTENDED,
                 self.handoff.as_ptr().cast(),
                 mine as u32 as i32,
-                deadline,
+                Some(&until),
             );
-            if r == libc::ENOSYS {
-                // No futex_waitv (kernel < 5.16): handoffs are off from now on.
-                crate::spin::disable_handoff();
-            }
-            let withdraw = || self.handoff.compare_exchange(mine, 0, Relaxed, Relaxed).is_ok();
             match r {
-                libc::ETIMEDOUT if withdraw() => {
-                    crate::observe::timed_out(self);
-                    return Err(libc::ETIMEDOUT);
+                libc::ETIMEDOUT if users => {
+                    return match self.withdraw(mine, false) {
+                        Handoff::Declined => Handoff::TimedOut,
+                        taken => taken, // granted just as time ran out: keep it
+                    };
                 }
-                // The loop marked the word CONTENDED just before this call failed.
-                libc::ENOSYS if withdraw() => return self.sleep(deadline, false),
-                // Woken, or granted just as time ran out: look again.
+                libc::ENOSYS => {
+                    // No futex_waitv (kernel < 5.16): handoffs are off from now on.
+                    crate::spin::disable_handoff();
+                    return self.withdraw(mine, false);
+                }
+                // Woken, or the slice ended: look again.
                 _ => {}
             }
-            sleeps += 1;
+            *sleeps += 1;
         }
     }
+
+    /// Takes the caller's request back. If it was granted in the meantime the lock is
+    /// the caller's: kept, or with `pass_on` (a signal must run first, and its handler
+    /// may need the lock) released again at once.
+    fn withdraw(&self, mine: u64, pass_on: bool) -> Handoff {
+        if self.handoff.compare_exchange(mine, 0, Relaxed, Relaxed).is_ok() {
+            return Handoff::Declined;
+        }
+        self.handoff.store(0, Relaxed);
+        if !pass_on {
+            return Handoff::Taken(How::Handoff);
+        }
+        self.release();
+        Handoff::Declined
+    }
+}
+
+/// How a handoff wait ended.
+enum Handoff {
+    /// The caller owns the lock.
+    Taken(How),
+    /// The caller's deadline passed; it owns nothing.
+    TimedOut,
+    /// No handoff this time (another request is pending, a signal came, or the kernel
+    /// cannot); the caller owns nothing and waits on as an ordinary sleeper.
+    Declined,
 }

@@ -1,5 +1,6 @@
 //! glibc's own functions, for what this library forwards (the `glibc` strategy, robust,
-//! priority-inherit and priority-protect mutexes, initialisation and destruction).
+//! priority-inherit and priority-protect mutexes, initialisation and destruction, and
+//! the condition-variable waits it only observes).
 //!
 //! Each is looked up with `dlsym(RTLD_NEXT, …)` on first use and cached in an atomic.
 //! No `Once`: a lookup may re-enter the library (through an allocator that locks), and
@@ -9,20 +10,21 @@ use core::ffi::{c_void, CStr};
 use core::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
 
-/// A lazily resolved glibc function.
-struct Real {
+/// A lazily resolved glibc function, of a given symbol version or the default one.
+pub struct Real {
     name: &'static CStr,
+    version: Option<&'static CStr>,
     addr: AtomicPtr<c_void>,
 }
 
 impl Real {
-    const fn new(name: &'static CStr) -> Self {
-        Real { name, addr: AtomicPtr::new(core::ptr::null_mut()) }
+    const fn new(name: &'static CStr, version: Option<&'static CStr>) -> Self {
+        Real { name, version, addr: AtomicPtr::new(core::ptr::null_mut()) }
     }
 
     /// The function's address, or null if glibc lacks it.
     #[inline(always)]
-    fn get(&self) -> *mut c_void {
+    pub fn get(&self) -> *mut c_void {
         let addr = self.addr.load(Relaxed);
         if !addr.is_null() {
             return addr;
@@ -33,8 +35,13 @@ impl Real {
     #[cold]
     #[inline(never)]
     fn resolve(&self) -> *mut c_void {
-        // SAFETY: RTLD_NEXT with a NUL-terminated name is dlsym's documented use.
-        let addr = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
+        // SAFETY: RTLD_NEXT with NUL-terminated names is dlsym's and dlvsym's documented use.
+        let addr = unsafe {
+            match self.version {
+                None => libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()),
+                Some(version) => libc::dlvsym(libc::RTLD_NEXT, self.name.as_ptr(), version.as_ptr()),
+            }
+        };
         self.addr.store(addr, Relaxed);
         addr
     }
@@ -46,7 +53,7 @@ macro_rules! forward {
     ($( $sym:ident / $name:literal : fn($($arg:ident: $ty:ty),*) -> $ret:ty = $missing:expr; )*) => {
         $(
             mod $sym {
-                pub static REAL: super::Real = super::Real::new($name);
+                pub static REAL: super::Real = super::Real::new($name, None);
             }
 
             pub unsafe fn $sym($($arg: $ty),*) -> $ret {
@@ -64,9 +71,31 @@ macro_rules! forward {
         /// Resolves every symbol now, so later calls never enter the dynamic linker.
         pub fn resolve_all() {
             $( $sym::REAL.get(); )*
+            for cond in CONDITION_WAITS {
+                cond.get();
+            }
         }
     };
 }
+
+// The condition-variable waits the wrappers of src/cond.c forward to (through
+// `cond::spinmutex_glibc_cond`), each of the version its wrapper stands for.
+pub static COND_WAIT: Real = Real::new(c"pthread_cond_wait", Some(c"GLIBC_2.3.2"));
+pub static COND_TIMEDWAIT: Real = Real::new(c"pthread_cond_timedwait", Some(c"GLIBC_2.3.2"));
+pub static OLD_COND_WAIT: Real = Real::new(c"pthread_cond_wait", Some(c"GLIBC_2.2.5"));
+pub static OLD_COND_TIMEDWAIT: Real = Real::new(c"pthread_cond_timedwait", Some(c"GLIBC_2.2.5"));
+pub static COND_CLOCKWAIT: Real = Real::new(c"pthread_cond_clockwait", None);
+pub static CND_WAIT: Real = Real::new(c"cnd_wait", None);
+pub static CND_TIMEDWAIT: Real = Real::new(c"cnd_timedwait", None);
+static CONDITION_WAITS: [&Real; 7] = [
+    &COND_WAIT,
+    &COND_TIMEDWAIT,
+    &OLD_COND_WAIT,
+    &OLD_COND_TIMEDWAIT,
+    &COND_CLOCKWAIT,
+    &CND_WAIT,
+    &CND_TIMEDWAIT,
+];
 
 forward! {
     mutex_init / c"pthread_mutex_init": fn(m: *mut pthread_mutex_t, a: *const pthread_mutexattr_t) -> c_int = libc::ENOSYS;

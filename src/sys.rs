@@ -27,6 +27,35 @@ impl Deadline {
     }
 }
 
+impl Deadline {
+    /// The earlier of `deadline` and `ns` from now (on the deadline's clock, else the
+    /// monotonic one), and whether that is the caller's deadline.
+    pub fn sooner_of(deadline: Option<&Deadline>, ns: u64) -> (Deadline, bool) {
+        let clock = deadline.map_or(libc::CLOCK_MONOTONIC, |d| d.clock);
+        let soon = clock_ns(clock).saturating_add(ns);
+        match deadline {
+            Some(d) if timespec_ns(&d.at) <= soon => (*d, true),
+            _ => (Deadline { clock, at: ns_timespec(soon) }, false),
+        }
+    }
+}
+
+fn timespec_ns(ts: &timespec) -> u64 {
+    (ts.tv_sec.max(0) as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec.max(0) as u64)
+}
+
+fn ns_timespec(ns: u64) -> timespec {
+    timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
+}
+
+/// Nanoseconds on `clock` (vDSO, no system call).
+fn clock_ns(clock: clockid_t) -> u64 {
+    let mut ts = timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    timespec_ns(&ts)
+}
+
 /// The clocks a futex can time out against.
 pub fn clock_supported(clock: clockid_t) -> bool {
     clock == libc::CLOCK_REALTIME || clock == libc::CLOCK_MONOTONIC
@@ -34,10 +63,7 @@ pub fn clock_supported(clock: clockid_t) -> bool {
 
 /// Nanoseconds on `CLOCK_MONOTONIC` (vDSO, no system call).
 pub fn now_ns() -> u64 {
-    let mut ts = timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 pub fn gettid() -> i32 {
@@ -144,18 +170,152 @@ pub fn futex_wait_either(
     }
 }
 
+// ---------------------------------------------------------------------------------
+// Files, by raw system call. libc's `write`, `open` and `close` are cancellation points:
+// a thread with a cancellation pending would be cancelled inside a lock call that
+// happened to trace. The system calls themselves never are.
+
+/// The result of a raw system call: the value, or the error number.
+fn checked(r: c_long) -> Result<usize, c_int> {
+    if r < 0 {
+        Err(errno())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Opens `path` (NUL-terminated) with `flags` (`O_CLOEXEC` is always added).
+pub fn open(path: &core::ffi::CStr, flags: c_int, mode: libc::mode_t) -> Result<c_int, c_int> {
+    // SAFETY: a NUL-terminated path; openat reads nothing else of ours.
+    let r = unsafe {
+        libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags | libc::O_CLOEXEC, mode)
+    };
+    checked(r).map(|fd| fd as c_int)
+}
+
+/// Closes a descriptor the caller knows to be the library's own.
+pub fn close(fd: c_int) {
+    // SAFETY: close takes a number; the caller vouches that it is ours.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+}
+
+/// One `write`; the bytes written, or the error.
+pub fn write(fd: c_int, bytes: &[u8]) -> Result<usize, c_int> {
+    // SAFETY: writes from a live buffer of the given length.
+    checked(unsafe { libc::syscall(libc::SYS_write, fd, bytes.as_ptr(), bytes.len()) })
+}
+
+/// Reads at `offset` without moving the file position.
+pub fn pread(fd: c_int, buf: &mut [u8], offset: u64) -> Result<usize, c_int> {
+    // SAFETY: reads into a live buffer of the given length.
+    checked(unsafe { libc::syscall(libc::SYS_pread64, fd, buf.as_mut_ptr(), buf.len(), offset) })
+}
+
+pub fn ftruncate(fd: c_int, len: u64) -> Result<(), c_int> {
+    // SAFETY: ftruncate takes numbers only.
+    checked(unsafe { libc::syscall(libc::SYS_ftruncate, fd, len) }).map(drop)
+}
+
+/// What identifies an open file: its device and inode, and its size.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// The identity and size of the file behind `fd`.
+pub fn fstat(fd: c_int) -> Result<(FileId, u64), c_int> {
+    // SAFETY: an all-zero `stat` is valid; fstat fills it in.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: fstat writes one `stat` we own.
+    checked(unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) })?;
+    Ok((FileId { dev: st.st_dev, ino: st.st_ino }, st.st_size as u64))
+}
+
+/// A duplicate of `fd` numbered `lowest` or above (close-on-exec), or `fd` itself when
+/// there is no such number free.
+pub fn dup_at_least(fd: c_int, lowest: c_int) -> c_int {
+    // SAFETY: fcntl with F_DUPFD_CLOEXEC takes numbers only.
+    match checked(unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, lowest) }) {
+        Ok(high) => high as c_int,
+        Err(_) => fd,
+    }
+}
+
+/// Whether `path` can be appended to: an existing file writable by us, or a missing one
+/// in a directory where we may create it. Says nothing about free space.
+pub fn can_append(path: &core::ffi::CStr) -> bool {
+    // SAFETY: a NUL-terminated path.
+    let exists =
+        unsafe { libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, path.as_ptr(), libc::F_OK, 0) } == 0;
+    if exists {
+        // SAFETY: as above.
+        return unsafe { libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, path.as_ptr(), libc::W_OK, 0) }
+            == 0;
+    }
+    let bytes = path.to_bytes();
+    let mut dir = [0u8; 4096];
+    let parent = match bytes.iter().rposition(|&b| b == b'/') {
+        Some(0) => &b"/"[..],
+        Some(i) => &bytes[..i],
+        None => &b"."[..],
+    };
+    if parent.len() >= dir.len() {
+        return false;
+    }
+    dir[..parent.len()].copy_from_slice(parent);
+    // SAFETY: `dir` is NUL-terminated (zero-filled beyond the copied bytes).
+    unsafe {
+        libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, dir.as_ptr(), libc::W_OK | libc::X_OK, 0) == 0
+    }
+}
+
 /// Writes `bytes` to standard error, whole or not at all; never allocates.
 pub fn write_stderr(bytes: &[u8]) {
+    write_fully(2, bytes);
+}
+
+/// Writes all of `bytes`, retrying on `EINTR` and short writes. False if it failed.
+pub fn write_fully(fd: c_int, bytes: &[u8]) -> bool {
     let mut rest = bytes;
     while !rest.is_empty() {
-        // SAFETY: writes from a live buffer of the given length.
-        let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
-        if n <= 0 {
-            if n < 0 && errno() == libc::EINTR {
-                continue;
-            }
-            return;
+        match write(fd, rest) {
+            Ok(0) => return false,
+            Ok(n) => rest = &rest[n..],
+            Err(libc::EINTR) => {}
+            Err(_) => return false,
         }
-        rest = &rest[n as usize..];
     }
+    true
+}
+
+// ---------------------------------------------------------------------------------
+// Signal masks, by raw system call: glibc's wrappers refuse to block the signals it
+// uses itself (cancellation, setxid), which the handoff wait must hold back too.
+
+/// The kernel's signal set (64 signals on Linux).
+pub type SigSet = u64;
+
+/// Blocks every signal that can be blocked; returns the mask that was in force.
+pub fn block_all_signals() -> SigSet {
+    let all: SigSet = !0;
+    let mut old: SigSet = 0;
+    // SAFETY: both sets are live 8-byte values, the size the kernel expects.
+    unsafe { libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_SETMASK, &all, &mut old, 8usize) };
+    old
+}
+
+pub fn set_signal_mask(mask: SigSet) {
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_SETMASK, &mask, ptr::null_mut::<SigSet>(), 8usize)
+    };
+}
+
+/// Signals pending for the calling thread (or its process).
+pub fn pending_signals() -> SigSet {
+    let mut set: SigSet = 0;
+    // SAFETY: writes one 8-byte set.
+    unsafe { libc::syscall(libc::SYS_rt_sigpending, &mut set, 8usize) };
+    set
 }

@@ -56,9 +56,67 @@ fn set_cached_tid(tid: i32) {
     }
 }
 
+/// A line of output that this thread is formatting (a trace event). It lives in static
+/// TLS rather than on the stack: tracing runs inside the program's lock calls, on
+/// whatever stack the calling thread has, which may be small.
+pub type OutputLine = crate::config::LineBuf<256>;
+
+#[cfg(target_arch = "x86_64")]
+core::arch::global_asm!(
+    ".pushsection .tbss,\"awT\",@nobits",
+    ".p2align 3",
+    ".globl spinmutex_output_line",
+    ".hidden spinmutex_output_line",
+    ".type spinmutex_output_line, @object",
+    ".size spinmutex_output_line, {size}",
+    "spinmutex_output_line:",
+    ".zero {size}",
+    ".popsection",
+    size = const core::mem::size_of::<OutputLine>(),
+);
+
+/// This thread's output line, emptied.
+///
+/// # Safety
+/// One user at a time per thread: only inside a hook that `observe::guarded` admitted
+/// (a hook never runs inside another on the same thread, signal handlers included), and
+/// the reference must not outlive that hook.
+#[cfg(target_arch = "x86_64")]
+pub unsafe fn output_line() -> &'static mut OutputLine {
+    let line: *mut OutputLine;
+    // SAFETY: computes the address of this thread's slot defined above: the thread
+    // pointer (at fs:0) plus the slot's offset from it (in the GOT).
+    unsafe {
+        core::arch::asm!(
+            "mov {line}, qword ptr [rip + spinmutex_output_line@GOTTPOFF]",
+            "add {line}, qword ptr fs:[0]",
+            line = out(reg) line,
+            options(nostack, readonly, pure),
+        );
+    }
+    // SAFETY: the slot is zero-initialised per thread, which is an empty line (a zero
+    // length), properly aligned; exclusive use is the caller's promise.
+    let line = unsafe { &mut *line };
+    line.clear();
+    line
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 thread_local! {
     static TID: core::cell::Cell<i32> = const { core::cell::Cell::new(0) };
+    static OUTPUT_LINE: core::cell::UnsafeCell<OutputLine> = const { core::cell::UnsafeCell::new(OutputLine::new()) };
+}
+
+/// As above, through `thread_local!` where the static-TLS slot is not written out.
+///
+/// # Safety
+/// As above.
+#[cfg(not(target_arch = "x86_64"))]
+pub unsafe fn output_line() -> &'static mut OutputLine {
+    // SAFETY: as above; the thread's own slot lives as long as the thread.
+    let line = OUTPUT_LINE.with(|l| unsafe { &mut *l.get() });
+    line.clear();
+    line
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -3,12 +3,18 @@
 //!
 //! The lock paths call the hooks below. With both features off a hook costs one relaxed
 //! load, and the uncontended path calls only `stats_on()`. The hooks never allocate
-//! (except tracing's one-time registration of each event, and the one-time capture of a
-//! mutex's first contended call site), and a hook that runs inside another hook on the
-//! same thread (an allocator that locks, say) does nothing but count itself dropped.
+//! (except tracing's one-time registration of each event), and a hook that runs inside
+//! another hook on the same thread (an allocator that locks, say) does nothing but count
+//! itself dropped.
+//!
+//! Statistics see a mutex made (`init`), first seen, locked, released, destroyed, and
+//! the time its owner spends waiting on a condition variable, which is not hold time:
+//! the condition-variable wrappers in `exports` report the wait's start as a release
+//! and its end as an acquisition.
 
+mod callsite;
+mod output;
 mod report;
-mod symbolize;
 mod table;
 mod trace;
 
@@ -86,6 +92,9 @@ fn guarded(f: impl FnOnce()) {
 
 /// Reads SPINMUTEX_TRACE* and SPINMUTEX_STATS*; called by the constructor.
 pub fn init() {
+    if crate::config::stepped_aside() {
+        return;
+    }
     if table::init() {
         report::init();
         STATS_ON.store(true, Relaxed);
@@ -98,10 +107,10 @@ pub fn init() {
 /// At exit: the statistics report, and the count of dropped events if any.
 pub fn at_exit() {
     if stats_on() {
-        report::print(true);
+        report::print(report::When::AtExit);
     }
     if tracing() {
-        trace::finish(DROPPED.load(Relaxed));
+        guarded(|| trace::finish(DROPPED.load(Relaxed)));
     }
 }
 
@@ -111,10 +120,37 @@ pub fn after_fork_in_child() {
     DROPPED.store(0, Relaxed);
 }
 
-/// `init` or `destroy` of the mutex at `addr`: its statistics start again.
-pub fn reset(addr: usize) {
+/// `init` made a mutex at `addr`: a new instance of the caller's class.
+pub fn born(addr: usize) {
     if stats_on() {
-        table::reset(addr);
+        // SAFETY: a mutex just initialised by glibc, read through atomics.
+        let kind = unsafe { RawMutex::from_ptr(addr as *mut pthread_mutex_t) }.kind();
+        guarded(|| table::born(addr, kind));
+    }
+}
+
+/// `destroy` of the mutex at `addr`: its counters join its class's.
+pub fn died(addr: usize) {
+    if stats_on() {
+        guarded(|| table::died(addr));
+    }
+}
+
+/// The owner of `m` starts waiting on a condition variable, which releases `m` inside
+/// glibc: the hold ends here.
+pub fn cond_wait_starts(m: *mut pthread_mutex_t) {
+    if stats_on() {
+        // SAFETY: the caller's mutex, which it owns; read through atomics.
+        count_unlocking(unsafe { RawMutex::from_ptr(m) });
+    }
+}
+
+/// The condition-variable wait is over and the caller owns `m` again (as on a timeout
+/// or a cancellation, glibc relocks before returning).
+pub fn cond_wait_ended(m: *mut pthread_mutex_t) {
+    if stats_on() {
+        // SAFETY: as above.
+        count_locked(unsafe { RawMutex::from_ptr(m) }, crate::thread::tid());
     }
 }
 
@@ -148,11 +184,13 @@ fn count_unlocking(m: &RawMutex) {
 }
 
 /// A contended acquisition of `m` ended; `started_ns` is when it found the lock busy.
+#[cold]
+#[inline(never)]
 pub fn acquired(m: &RawMutex, a: Acquired, started_ns: u64) {
     let wait_ns = sys::now_ns().saturating_sub(started_ns);
     guarded(|| {
         if stats_on() {
-            table::contended(m.addr(), a.spins, a.sleeps, a.how == How::Handoff, wait_ns);
+            table::contended(m.addr(), m.kind(), a.spins, a.sleeps, a.how == How::Handoff, wait_ns);
         }
         if tracing() {
             let how = match a.how {
@@ -177,9 +215,10 @@ pub fn sleeping(m: &RawMutex) {
     }
 }
 
-pub fn woke(m: &RawMutex) {
+/// A release woke a sleeper of the mutex at `addr` (which may be gone already).
+pub fn woke(addr: usize) {
     if tracing() {
-        guarded(|| trace::simple(m.addr(), "wake"));
+        guarded(|| trace::simple(addr, "wake"));
     }
 }
 
@@ -189,16 +228,19 @@ pub fn handoff_requested(m: &RawMutex) {
     }
 }
 
-pub fn handed_off(m: &RawMutex, to_tid: i32) {
+/// The mutex at `addr` (which may be gone already) was handed to `to_tid`.
+pub fn handed_off(addr: usize, to_tid: i32) {
     if tracing() {
-        guarded(|| trace::handoff(m.addr(), to_tid));
+        guarded(|| trace::handoff(addr, to_tid));
     }
 }
 
+#[cold]
+#[inline(never)]
 pub fn timed_out(m: &RawMutex) {
     guarded(|| {
         if stats_on() {
-            table::timed_out(m.addr());
+            table::timed_out(m.addr(), m.kind());
         }
         if tracing() {
             trace::simple(m.addr(), "timeout");
@@ -220,7 +262,7 @@ pub fn forward_acquire(m: *mut pthread_mutex_t, call: impl FnOnce() -> c_int) ->
     guarded(|| {
         if stats_on() && result == 0 {
             if busy {
-                table::contended(raw.addr(), 0, 0, false, wait_ns);
+                table::contended(raw.addr(), raw.kind(), 0, 0, false, wait_ns);
             }
             table::locked(raw.addr(), raw.kind(), crate::thread::tid(), sys::now_ns());
         }

@@ -1,26 +1,45 @@
-//! The statistics report, in the columns mutrace users know: printed at exit, and on
-//! demand when the process receives SPINMUTEX_STATS_SIGNAL (SIGUSR2 by default).
+//! The statistics report: printed at exit (by a process that locked at least one mutex),
+//! and on demand when the process receives SPINMUTEX_STATS_SIGNAL (SIGUSR2 by default).
 //!
-//! Formatting goes through a buffer on the stack straight to the file descriptor, so the
-//! on-demand report, which runs inside a signal handler, allocates nothing and takes no
-//! lock; it shows call sites as addresses. The exit report also symbolizes them.
+//! One data model, two renderings. The model is built in one pass over the side table:
+//! each class's counters are those of its destroyed instances plus those of its live
+//! ones; classes are listed hottest first (most contended, then longest wait, then most
+//! acquisitions), each with its hottest live instances; the classes not listed are
+//! summed in one "others" row, mutexes of no known class in one row, and mutexes that
+//! found no room in the table in an "overflow" row, so that the rows always add up to
+//! the totals exactly. [`Text`] gives mutrace's columns, [`Json`] one JSON object.
+//!
+//! Call sites are module + offset (resolvable after the process is gone, e.g. by
+//! `spinmutex report`), with the exported symbol `dladdr` finds at exit. Nothing is
+//! symbolized here and no process is started.
+//!
+//! Writing goes through a small buffer on the stack straight to the descriptor by raw
+//! `write(2)`, and numbers are formatted by hand: the on-demand report runs inside a
+//! signal handler, on whatever stack the interrupted thread has, so it allocates
+//! nothing, takes no lock and uses well under 1 KiB of that stack.
 
-use core::fmt::{self, Write};
-use core::sync::atomic::Ordering::Relaxed;
+use core::cmp::Reverse;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
 use std::ffi::CString;
 use std::sync::OnceLock;
 
-use super::table::{self, Slot, FORWARDED, SERVED, TOTALS};
+use super::callsite;
+use super::output;
+use super::table::{self, Class, Figures, Instance, Sum};
 use crate::config::{self, parse_count};
 use crate::mutex::kind;
 
 const MAX_TOP: usize = 100;
 const DEFAULT_TOP: usize = 10;
+/// Live instances listed under each class.
+const INSTANCES_PER_CLASS: usize = 3;
 
 static JSON: AtomicBool = AtomicBool::new(false);
 static TOP: AtomicUsize = AtomicUsize::new(DEFAULT_TOP);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Held while a report is written (its scratch sums are shared).
+static WRITING: AtomicBool = AtomicBool::new(false);
 /// SPINMUTEX_STATS_FILE.
 static PATH: OnceLock<CString> = OnceLock::new();
 
@@ -33,25 +52,32 @@ pub fn init() {
             None => config::warn_bad_value("SPINMUTEX_STATS_TOP", v, "an integer 1..100", "10"),
         }
     }
-    if let Some(path) = config::env(c"SPINMUTEX_STATS_FILE") {
-        match CString::new(path) {
-            Ok(p) if !path.is_empty() => {
+    match config::env(c"SPINMUTEX_STATS_FILE") {
+        None => output::keep_stderr(),
+        Some(path) => match CString::new(path) {
+            Ok(p) if !path.is_empty() && crate::sys::can_append(&p) => {
                 let _ = PATH.set(p);
             }
-            _ => config::warn_bad_value("SPINMUTEX_STATS_FILE", path, "a file path", "standard error"),
-        }
+            _ => {
+                config::warn_bad_value(
+                    "SPINMUTEX_STATS_FILE",
+                    path,
+                    "a path to a file that can be created or appended to",
+                    "standard error",
+                );
+                output::keep_stderr();
+            }
+        },
     }
     let signal = match config::env(c"SPINMUTEX_STATS_SIGNAL") {
         None => libc::SIGUSR2,
-        Some(b"USR1" | b"SIGUSR1") => libc::SIGUSR1,
-        Some(b"USR2" | b"SIGUSR2") => libc::SIGUSR2,
-        Some(v) => match parse_count(v).filter(|&n| n < 65) {
-            Some(n) => n as i32,
+        Some(v) => match parse_signal(v) {
+            Some(n) => n,
             None => {
                 config::warn_bad_value(
                     "SPINMUTEX_STATS_SIGNAL",
                     v,
-                    "a signal number 0..64 (0: none), USR1 or USR2",
+                    "0 (none), USR1, USR2, or a real-time signal RTMIN..RTMAX (34..64, RTMIN+N, RTMAX-N)",
                     "USR2",
                 );
                 libc::SIGUSR2
@@ -61,6 +87,34 @@ pub fn init() {
     if signal != 0 {
         install_handler(signal);
     }
+}
+
+/// The signals the report may take: only those whose default action no program that
+/// never set them can rely on. (SIGTERM, SIGINT, SIGSEGV and their like must keep
+/// ending the program; SIGKILL and SIGSTOP cannot be caught at all.)
+fn parse_signal(text: &[u8]) -> Option<i32> {
+    let name = text.strip_prefix(b"SIG").unwrap_or(text);
+    let (rtmin, rtmax) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    let signal = match name {
+        b"USR1" => libc::SIGUSR1,
+        b"USR2" => libc::SIGUSR2,
+        b"RTMIN" => rtmin,
+        b"RTMAX" => rtmax,
+        _ => {
+            if let Some(n) = name.strip_prefix(b"RTMIN+") {
+                rtmin + parse_count(n).filter(|&n| n <= 64)? as i32
+            } else if let Some(n) = name.strip_prefix(b"RTMAX-") {
+                rtmax - parse_count(n).filter(|&n| n <= 64)? as i32
+            } else {
+                parse_count(text).filter(|&n| n <= 64)? as i32
+            }
+        }
+    };
+    let allowed = signal == 0
+        || signal == libc::SIGUSR1
+        || signal == libc::SIGUSR2
+        || (rtmin..=rtmax).contains(&signal);
+    allowed.then_some(signal)
 }
 
 /// Takes the signal only if the program left it at its default action.
@@ -85,66 +139,223 @@ fn install_handler(signal: i32) {
 extern "C" fn on_signal(_signal: i32) {
     // SAFETY: errno is saved and restored around the report's system calls.
     let saved = unsafe { *libc::__errno_location() };
-    print(false);
+    print(When::OnSignal);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = saved };
 }
 
-/// Writes the report; `symbolize` resolves call sites to names (allocates: exit only).
-pub fn print(symbolize: bool) {
-    let fd = match PATH.get() {
-        Some(path) => match super::trace::open_append(path) {
-            Some(fd) => fd,
-            None => return,
-        },
-        None => 2,
-    };
-    let mut out = FdWriter { fd, buf: [0; 4096], len: 0 };
-    let top = top_mutexes();
-    let _ =
-        if JSON.load(Relaxed) { json(&mut out, &top, symbolize) } else { text(&mut out, &top, symbolize) };
+/// When a report is written: which lookups it may use.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// At exit: `dladdr` may name the functions of call sites.
+    AtExit,
+    /// Inside the signal handler: only what is safe there.
+    OnSignal,
+}
+
+/// Writes the report to SPINMUTEX_STATS_FILE or the standard error the program started
+/// with. At exit, only if the process locked at least one mutex.
+pub fn print(when: When) {
+    if WRITING.swap(true, Acquire) {
+        return; // another report is being written (a signal during the exit report)
+    }
+    // SAFETY: the report lock is ours until the end of this function.
+    let model = unsafe { &mut *MODEL.0.get() };
+    model.build();
+    if when == When::OnSignal || model.totals.acquisitions > 0 {
+        if let Some((fd, opened)) = destination() {
+            write_report(fd, model, when);
+            if opened {
+                crate::sys::close(fd);
+            }
+        }
+    }
+    WRITING.store(false, Release);
+}
+
+/// Where the report goes, and whether the descriptor was opened for it.
+#[inline(never)]
+fn destination() -> Option<(i32, bool)> {
+    match PATH.get() {
+        Some(path) => output::open_append(path).map(|fd| (fd, true)),
+        None => output::stderr().map(|fd| (fd, false)),
+    }
+}
+
+#[inline(never)]
+fn write_report(fd: i32, model: &Model, when: When) {
+    let mut out = Out { fd, buf: [0; 128], len: 0 };
+    if JSON.load(Relaxed) {
+        model.render(&mut Json { out: &mut out, when, first_instance: true });
+    } else {
+        model.render(&mut Text { out: &mut out, when });
+    }
     out.flush();
-    if fd != 2 {
-        // SAFETY: our own descriptor.
-        unsafe { libc::close(fd) };
+}
+
+// ---------------------------------------------------------------------------------
+// The model.
+
+/// A class's place in the ranking: its counters' rank, then its table index (earlier
+/// first, so that the order is total).
+type Rank = ((u64, u64, u64), Reverse<usize>);
+
+/// The figures of one report. Per-class sums live in the table's scratch space (see
+/// `table::sums`), and the model itself in a static: the report lock makes both ours,
+/// and neither takes room on the (perhaps small) stack of an interrupted thread.
+struct Model {
+    classes_used: usize,
+    created: u64,
+    live: u64,
+    /// Every class's counters plus the overflow's.
+    totals: Sum,
+    /// The unlisted classes.
+    others: Sum,
+    others_count: usize,
+    unknown: Sum,
+    overflow: Sum,
+    listed: usize,
+    /// The last listed class's rank: a class is listed if it ranks at or above it.
+    cutoff: Option<Rank>,
+}
+
+struct ModelCell(core::cell::UnsafeCell<Model>);
+// SAFETY: used only by the holder of the report lock (WRITING).
+unsafe impl Sync for ModelCell {}
+
+static MODEL: ModelCell = ModelCell(core::cell::UnsafeCell::new(Model {
+    classes_used: 0,
+    created: 0,
+    live: 0,
+    totals: Sum::ZERO,
+    others: Sum::ZERO,
+    others_count: 0,
+    unknown: Sum::ZERO,
+    overflow: Sum::ZERO,
+    listed: 0,
+    cutoff: None,
+}));
+
+fn rank_of(sum: &Sum, index: usize) -> Rank {
+    (sum.rank(), Reverse(index))
+}
+
+impl Model {
+    /// Out of line: what this takes of the stack is given back before writing starts.
+    #[inline(never)]
+    fn build(&mut self) {
+        let classes = table::classes();
+        // SAFETY: the report lock (WRITING) is held by our caller.
+        let sums = unsafe { table::sums() };
+        for (sum, class) in sums.iter_mut().zip(classes) {
+            if class.key.load(Relaxed) != 0 {
+                *sum = class.folded.sum();
+            }
+        }
+        let m = self;
+        m.unknown = table::UNKNOWN.folded.sum();
+        for instance in table::instances().iter().filter(|i| live(i)) {
+            match instance.class.load(Relaxed) {
+                0 | table::UNKNOWN_CLASS => m.unknown.add(&instance.counters),
+                n => sums[n as usize - 1].add(&instance.counters),
+            }
+        }
+        m.classes_used = 0;
+        m.created = table::UNKNOWN.created.load(Relaxed);
+        m.live = table::UNKNOWN.live();
+        m.totals = Sum::ZERO;
+        m.others = Sum::ZERO;
+        m.others_count = 0;
+        m.overflow = table::OVERFLOW.sum();
+        m.listed = 0;
+        m.cutoff = None;
+        for (i, class) in classes.iter().enumerate().filter(|(_, c)| c.key.load(Relaxed) != 0) {
+            m.classes_used += 1;
+            m.created += class.created.load(Relaxed);
+            m.live += class.live();
+            m.totals.merge(&sums[i]);
+        }
+        m.totals.merge(&m.unknown);
+        m.totals.merge(&m.overflow);
+        let top = TOP.load(Relaxed);
+        for (n, (_, rank)) in ranked(sums, classes).take(top).enumerate() {
+            m.listed = n + 1;
+            m.cutoff = Some(rank);
+        }
+        for (i, _) in classes.iter().enumerate().filter(|(_, c)| c.key.load(Relaxed) != 0) {
+            if m.cutoff.is_none_or(|cut| rank_of(&sums[i], i) < cut) {
+                m.others.merge(&sums[i]);
+                m.others_count += 1;
+            }
+        }
+    }
+
+    /// Feeds the report to `r`, rows in order.
+    fn render(&self, r: &mut dyn Render) {
+        // SAFETY: as in `build`; the sums were filled there and are only read now.
+        let sums: &[Sum] = unsafe { table::sums() };
+        let classes = table::classes();
+        r.head(self);
+        let mut below = None;
+        for n in 0..self.listed {
+            let Some((index, rank)) = next_class(sums, classes, below) else { break };
+            below = Some(rank);
+            r.class(n + 1, &classes[index], &sums[index]);
+            hottest_instances(index as u32 + 1, r);
+            r.class_end();
+        }
+        r.tail(self);
     }
 }
 
-/// The most contended mutexes, most contended first (ties: longer total wait, then more
-/// acquisitions), as indices into the table.
-struct Top {
-    rows: [usize; MAX_TOP],
-    len: usize,
-    used: usize,
-}
-
-fn rank(slot: &Slot) -> (u64, u64, u64) {
-    (slot.contended.load(Relaxed), slot.wait_total_ns.load(Relaxed), slot.acquisitions.load(Relaxed))
-}
-
-fn top_mutexes() -> Top {
-    let slots = table::slots();
-    let limit = TOP.load(Relaxed);
-    let mut top = Top { rows: [0; MAX_TOP], len: 0, used: 0 };
-    for (i, slot) in slots.iter().enumerate() {
-        if slot.key.load(Relaxed) == 0 || slot.acquisitions.load(Relaxed) == 0 {
-            continue;
-        }
-        top.used += 1;
-        let key = rank(slot);
-        let mut at = top.len;
-        while at > 0 && rank(&slots[top.rows[at - 1]]) < key {
-            at -= 1;
-        }
-        if at >= limit {
-            continue;
-        }
-        let end = top.len.min(limit - 1);
-        top.rows.copy_within(at..end, at + 1);
-        top.rows[at] = i;
-        top.len = (top.len + 1).min(limit);
+/// Feeds `r` the hottest live instances of class `class`.
+#[inline(never)]
+fn hottest_instances(class: u32, r: &mut dyn Render) {
+    let mut below = None;
+    for _ in 0..INSTANCES_PER_CLASS {
+        let Some((instance, rank)) = hottest_instance(class, below) else { break };
+        r.instance(instance);
+        below = Some(rank);
     }
-    top
+}
+
+fn live(instance: &Instance) -> bool {
+    instance.key.load(Relaxed) > 1
+}
+
+/// Claimed classes in rank order (class index, rank), by repeated selection: no list is
+/// kept, so this runs in a signal handler's small stack.
+fn ranked<'a>(sums: &'a [Sum], classes: &'a [Class]) -> impl Iterator<Item = (usize, Rank)> + 'a {
+    let mut below: Option<Rank> = None;
+    core::iter::from_fn(move || {
+        let next = next_class(sums, classes, below)?;
+        below = Some(next.1);
+        Some(next)
+    })
+}
+
+/// The claimed class ranked highest below `below`.
+#[inline(never)]
+fn next_class(sums: &[Sum], classes: &[Class], below: Option<Rank>) -> Option<(usize, Rank)> {
+    classes
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.key.load(Relaxed) != 0)
+        .map(|(i, _)| (i, rank_of(&sums[i], i)))
+        .filter(|(_, r)| below.is_none_or(|b| *r < b))
+        .max_by_key(|(_, r)| *r)
+}
+
+/// The live instance of class `class` ranked highest below `below`.
+#[inline(never)]
+fn hottest_instance(class: u32, below: Option<Rank>) -> Option<(&'static Instance, Rank)> {
+    table::instances()
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| live(i) && i.class.load(Relaxed) == class)
+        .map(|(n, i)| (i, rank_of(&i.counters.sum(), n)))
+        .filter(|(_, r)| below.is_none_or(|b| *r < b))
+        .max_by_key(|(_, r)| *r)
 }
 
 fn type_name(k: i32) -> &'static str {
@@ -169,17 +380,154 @@ fn type_name(k: i32) -> &'static str {
     }
 }
 
-/// Milliseconds with three decimals, from nanoseconds.
-struct Ms(u64);
+fn origin_name(class: &Class) -> &'static str {
+    match class.origin.load(Relaxed) {
+        table::BY_INIT => "init",
+        table::BY_FIRST_LOCK => "first lock",
+        _ => "unknown",
+    }
+}
 
-impl fmt::Display for Ms {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = {
-            let mut b = config::LineBuf::new();
-            let _ = write!(b, "{}.{:03}", self.0 / 1_000_000, self.0 / 1000 % 1000);
-            b
-        };
-        f.pad(text.as_str())
+/// The pieces of a report, in the order the model gives them.
+trait Render {
+    fn head(&mut self, m: &Model);
+    fn class(&mut self, rank: usize, class: &Class, sum: &Sum);
+    fn instance(&mut self, instance: &Instance);
+    fn class_end(&mut self);
+    fn tail(&mut self, m: &Model);
+}
+
+// ---------------------------------------------------------------------------------
+// Text: mutrace's columns.
+
+struct Text<'a> {
+    out: &'a mut Out,
+    when: When,
+}
+
+/// Widths of the counter columns, after the first.
+const COLUMNS: [usize; 11] = [8, 6, 10, 9, 9, 12, 9, 9, 12, 9, 9];
+
+impl Text<'_> {
+    fn counters(&mut self, made: Option<(u64, u64)>, s: &impl Figures) {
+        let o = &mut *self.out;
+        match made {
+            Some((created, live)) => {
+                o.num(created, COLUMNS[0]).num(live, COLUMNS[1]);
+            }
+            None => {
+                o.pad("-", COLUMNS[0]).pad("-", COLUMNS[1]);
+            }
+        }
+        let (locked, contended, wait, hold) =
+            (s.acquisitions(), s.contended(), s.wait_total_ns(), s.hold_total_ns());
+        o.num(locked, COLUMNS[2]).num(s.owner_changes(), COLUMNS[3]).num(contended, COLUMNS[4]);
+        o.ms(wait, COLUMNS[5]).ms(avg(wait, contended), COLUMNS[6]).ms(s.wait_max_ns(), COLUMNS[7]);
+        o.ms(hold, COLUMNS[8]).ms(avg(hold, locked), COLUMNS[9]).ms(s.hold_max_ns(), COLUMNS[10]);
+    }
+
+    /// `function+0xOFF (module+0xOFF)`, or `module+0xOFF`, or the raw address.
+    #[inline(never)]
+    fn frame(&mut self, pc: usize) {
+        let call = pc.wrapping_sub(1); // a return address points after the call
+        if self.when == When::AtExit {
+            if let Some((name, offset)) = callsite::symbol(call) {
+                self.out.bytes(name).str("+").hex(offset as u64).str(" (");
+                self.location(call);
+                self.out.str(")");
+                return;
+            }
+        }
+        self.location(call);
+    }
+
+    fn location(&mut self, call: usize) {
+        match callsite::locate(call, self.when == When::OnSignal) {
+            Some(at) => {
+                let file = at.module.rsplit(|&b| b == b'/').next().unwrap_or(at.module);
+                self.out.bytes(file).str("+").hex(at.offset as u64);
+            }
+            None => {
+                self.out.hex(call as u64);
+            }
+        }
+    }
+}
+
+impl Render for Text<'_> {
+    fn head(&mut self, m: &Model) {
+        let o = &mut *self.out;
+        o.str("spinmutex: lock statistics for pid ").num(crate::thread::pid().max(0) as u64, 0);
+        o.str(", strategy ").str(config::strategy().name()).str(": ");
+        o.num(m.classes_used as u64, 0).str(" classes, ").num(m.created, 0).str(" mutexes made (");
+        o.num(m.live, 0).str(" live); ").num(m.totals.acquisitions, 0).str(" acquisitions, ");
+        o.num(m.totals.contended, 0).str(" contended\n");
+        o.pad("#", 5);
+        for (name, width) in ["mutexes", "live", "locked", "changed", "cont."].iter().zip(COLUMNS) {
+            o.pad(name, width);
+        }
+        for (name, width) in
+            ["wait tot ms", "avg ms", "max ms", "hold tot ms", "avg ms", "max ms"].iter().zip(&COLUMNS[5..])
+        {
+            o.pad(name, *width);
+        }
+        o.str("  type                made by\n");
+    }
+
+    fn class(&mut self, rank: usize, class: &Class, sum: &Sum) {
+        self.out.num(rank as u64, 5);
+        self.counters(Some((class.created.load(Relaxed), class.live())), sum);
+        self.out.str("  ").left(type_name(class.kind.load(Relaxed)), 18).str("  ");
+        self.out.str(origin_name(class)).str(" at ");
+        let frames = class.frames.each_ref().map(|f| f.load(Relaxed));
+        match frames[0] {
+            0 => {
+                self.out.str("-");
+            }
+            pc => self.frame(pc),
+        }
+        self.out.str("\n");
+    }
+
+    fn instance(&mut self, instance: &Instance) {
+        self.out.pad("", 5);
+        self.counters(None, &instance.counters);
+        self.out.str("  ").left(type_name(instance.kind.load(Relaxed)), 18).str("  mutex ");
+        self.out.hex(instance.key.load(Relaxed) as u64).str("\n");
+    }
+
+    fn class_end(&mut self) {}
+
+    fn tail(&mut self, m: &Model) {
+        if m.others_count > 0 {
+            self.out.pad("+", 5);
+            self.counters(None, &m.others);
+            self.out.str("  ").num(m.others_count as u64, 0).str(" other classes\n");
+        }
+        if m.unknown != Sum::default() {
+            self.out.pad("?", 5);
+            self.counters(None, &m.unknown);
+            self.out.str("  class table full: mutexes of unknown class\n");
+        }
+        let overflowed = table::OVERFLOWED_INSTANCES.load(Relaxed);
+        if overflowed > 0 || m.overflow != Sum::default() {
+            self.out.pad("!", 5);
+            self.counters(None, &m.overflow);
+            self.out.str("  side table full: ").num(overflowed, 0).str(" times a mutex found no slot\n");
+        }
+        self.out.pad("=", 5);
+        self.counters(Some((m.created, m.live)), &m.totals);
+        self.out.str("  totals\n");
+        let full = table::OVERFLOWED_INSTANCES.load(Relaxed) + table::OVERFLOWED_CLASSES.load(Relaxed);
+        if full > 0 {
+            self.out.str("spinmutex: the side table was full; raise SPINMUTEX_STATS_SLOTS (now ");
+            self.out.num(table::classes().len() as u64, 0).str(")");
+            let unmeasured = table::HOLDS_UNMEASURED.load(Relaxed);
+            if unmeasured > 0 {
+                self.out.str("; hold times of ").num(unmeasured, 0).str(" releases could not be measured");
+            }
+            self.out.str("\n");
+        }
     }
 }
 
@@ -187,219 +535,245 @@ fn avg(total: u64, n: u64) -> u64 {
     total.checked_div(n).unwrap_or(0)
 }
 
-fn text(out: &mut FdWriter, top: &Top, symbolize: bool) -> fmt::Result {
-    let slots = table::slots();
-    let strategy = config::strategy().name();
-    let contended = slots.iter().filter(|s| s.contended.load(Relaxed) > 0).count();
-    writeln!(
-        out,
-        "spinmutex: lock statistics for pid {}, strategy {strategy}: {} mutexes used, {contended} contended; top {} by contention",
-        crate::thread::pid(),
-        top.used,
-        top.len
-    )?;
-    writeln!(
-        out,
-        "{:>4} {:>14} {:>10} {:>9} {:>9} {:>12} {:>9} {:>9} {:>12} {:>9} {:>9}  {:<10} call site",
-        "#",
-        "mutex",
-        "locked",
-        "changed",
-        "cont.",
-        "wait tot ms",
-        "avg ms",
-        "max ms",
-        "hold tot ms",
-        "avg ms",
-        "max ms",
-        "type"
-    )?;
-    let mut symbolizer = symbolizer(symbolize, top);
-    for (rank, &i) in top.rows[..top.len].iter().enumerate() {
-        let s = &slots[i];
-        let locked = s.acquisitions.load(Relaxed);
-        let cont = s.contended.load(Relaxed);
-        let (wait, hold) = (s.wait_total_ns.load(Relaxed), s.hold_total_ns.load(Relaxed));
-        write!(
-            out,
-            "{:>4} {:>#14x} {:>10} {:>9} {:>9} {:>12} {:>9} {:>9} {:>12} {:>9} {:>9}  {:<10} ",
-            rank + 1,
-            s.key.load(Relaxed),
-            locked,
-            s.owner_changes.load(Relaxed),
-            cont,
-            Ms(wait),
-            Ms(avg(wait, cont)),
-            Ms(s.wait_max_ns.load(Relaxed)),
-            Ms(hold),
-            Ms(avg(hold, locked)),
-            Ms(s.hold_max_ns.load(Relaxed)),
-            type_name(s.kind.load(Relaxed)),
-        )?;
-        let site = s.callsite[0].load(Relaxed);
-        match (&mut symbolizer, site) {
-            (_, 0) => writeln!(out, "-")?,
-            (Some(sym), _) => writeln!(out, "{}", sym.describe(call_of(site)))?,
-            (None, _) => writeln!(out, "{site:#x}")?,
-        }
-    }
-    for (bucket, name) in [(SERVED, strategy), (FORWARDED, "glibc, forwarded")] {
-        let t = &TOTALS[bucket];
-        if t.acquisitions.load(Relaxed) == 0 {
-            continue;
-        }
-        writeln!(
-            out,
-            "totals ({name}): locked {}, changed {}, contended {}, spins {}, sleeps {}, handoffs {}, timeouts {}, wait {} ms (max {}), hold {} ms (max {})",
-            t.acquisitions.load(Relaxed),
-            t.owner_changes.load(Relaxed),
-            t.contended.load(Relaxed),
-            t.spins.load(Relaxed),
-            t.sleeps.load(Relaxed),
-            t.handoffs.load(Relaxed),
-            t.timeouts.load(Relaxed),
-            Ms(t.wait_total_ns.load(Relaxed)),
-            Ms(t.wait_max_ns.load(Relaxed)),
-            Ms(t.hold_total_ns.load(Relaxed)),
-            Ms(t.hold_max_ns.load(Relaxed)),
-        )?;
-    }
-    let overflow = table::OVERFLOW.load(Relaxed);
-    if overflow > 0 {
-        writeln!(
-            out,
-            "side table full: {overflow} events not attributed to a mutex (counted in the totals); raise SPINMUTEX_STATS_SLOTS (now {})",
-            slots.len()
-        )?;
-    }
-    Ok(())
+// ---------------------------------------------------------------------------------
+// JSON: one object per report.
+
+struct Json<'a> {
+    out: &'a mut Out,
+    when: When,
+    first_instance: bool,
 }
 
-fn json(out: &mut FdWriter, top: &Top, symbolize: bool) -> fmt::Result {
-    let slots = table::slots();
-    let strategy = config::strategy().name();
-    write!(
-        out,
-        "{{\"pid\":{},\"strategy\":\"{strategy}\",\"slots\":{},\"mutexes_used\":{},\"overflow\":{},\"mutexes\":[",
-        crate::thread::pid(),
-        slots.len(),
-        top.used,
-        table::OVERFLOW.load(Relaxed)
-    )?;
-    let mut symbolizer = symbolizer(symbolize, top);
-    for (rank, &i) in top.rows[..top.len].iter().enumerate() {
-        let s = &slots[i];
-        if rank > 0 {
-            out.write_str(",")?;
-        }
-        write!(
-            out,
-            "{{\"rank\":{},\"mutex\":\"{:#x}\",\"type\":\"{}\",",
-            rank + 1,
-            s.key.load(Relaxed),
-            type_name(s.kind.load(Relaxed))
-        )?;
-        counters(out, s)?;
-        out.write_str(",\"frames\":[")?;
-        let frames = s.callsite.iter().map(|f| f.load(Relaxed)).take_while(|&f| f != 0);
-        for (n, frame) in frames.enumerate() {
-            write!(out, "{}\"{frame:#x}\"", if n > 0 { "," } else { "" })?;
-        }
-        out.write_str("]")?;
-        let site = s.callsite[0].load(Relaxed);
-        if let (Some(sym), true) = (&mut symbolizer, site != 0) {
-            write!(out, ",\"callsite\":\"{}\"", sym.describe(call_of(site)).escape_default())?;
-        }
-        out.write_str("}")?;
+impl Json<'_> {
+    fn counters(&mut self, s: &impl Figures) {
+        let o = &mut *self.out;
+        o.str("\"counters\":{\"locked\":").num(s.acquisitions(), 0);
+        o.str(",\"owner_changes\":").num(s.owner_changes(), 0);
+        o.str(",\"contended\":").num(s.contended(), 0);
+        o.str(",\"spins\":").num(s.spins(), 0);
+        o.str(",\"sleeps\":").num(s.sleeps(), 0);
+        o.str(",\"handoffs\":").num(s.handoffs(), 0);
+        o.str(",\"timeouts\":").num(s.timeouts(), 0);
+        o.str(",\"wait_ns_total\":").num(s.wait_total_ns(), 0);
+        o.str(",\"wait_ns_max\":").num(s.wait_max_ns(), 0);
+        o.str(",\"hold_ns_total\":").num(s.hold_total_ns(), 0);
+        o.str(",\"hold_ns_max\":").num(s.hold_max_ns(), 0).str("}");
     }
-    out.write_str("],\"totals\":{")?;
-    let mut first = true;
-    for (bucket, name) in [(SERVED, strategy), (FORWARDED, "glibc")] {
-        let t = &TOTALS[bucket];
-        if t.acquisitions.load(Relaxed) == 0 {
-            continue;
+
+    /// A JSON string, escaped by hand (no `core::fmt` on a signal handler's stack). A
+    /// name that is not UTF-8 (a module path may be any bytes) keeps its ASCII only,
+    /// with `?` for the rest.
+    fn string(&mut self, text: &[u8]) {
+        let utf8 = core::str::from_utf8(text).is_ok();
+        self.out.str("\"");
+        for &b in text {
+            match b {
+                b'"' => self.out.str("\\\""),
+                b'\\' => self.out.str("\\\\"),
+                0..0x20 | 0x7f => self.out.str("\\u00").hex_byte(b),
+                0x80.. if !utf8 => self.out.str("?"),
+                _ => self.out.bytes(&[b]),
+            };
         }
-        write!(out, "{}\"{name}\":{{", if first { "" } else { "," })?;
-        counters(out, t)?;
-        out.write_str("}")?;
-        first = false;
+        self.out.str("\"");
     }
-    out.write_str("}}\n")
-}
 
-/// A symbolizer primed with every call site of the report (one `addr2line` run per
-/// module), or none for the on-demand report.
-fn symbolizer(symbolize: bool, top: &Top) -> Option<super::symbolize::Symbolizer> {
-    if !symbolize {
-        return None;
+    #[inline(never)]
+    fn frame(&mut self, pc: usize) {
+        let call = pc.wrapping_sub(1);
+        self.out.str("{\"address\":\"").hex(call as u64).str("\"");
+        if let Some(at) = callsite::locate(call, self.when == When::OnSignal) {
+            self.out.str(",\"module\":");
+            self.string(at.module);
+            self.out.str(",\"offset\":\"").hex(at.offset as u64).str("\"");
+            if self.when == When::AtExit {
+                if let Some((id, len)) = callsite::build_id(at.base) {
+                    self.out.str(",\"build_id\":\"");
+                    for byte in &id[..len] {
+                        self.out.hex_byte(*byte);
+                    }
+                    self.out.str("\"");
+                }
+            }
+        }
+        if self.when == When::AtExit {
+            if let Some((name, offset)) = callsite::symbol(call) {
+                self.out.str(",\"symbol\":");
+                self.string(name);
+                self.out.str(",\"symbol_offset\":\"").hex(offset as u64).str("\"");
+            }
+        }
+        self.out.str("}");
     }
-    let mut symbolizer = super::symbolize::Symbolizer::new();
-    let slots = table::slots();
-    let sites: Vec<usize> = top.rows[..top.len]
-        .iter()
-        .map(|&i| slots[i].callsite[0].load(Relaxed))
-        .filter(|&site| site != 0)
-        .map(call_of)
-        .collect();
-    symbolizer.describe_all(&sites);
-    Some(symbolizer)
 }
 
-/// A return address points after the call; one byte back is inside the call itself,
-/// which is the line a reader wants.
-fn call_of(return_address: usize) -> usize {
-    return_address - 1
+impl Render for Json<'_> {
+    fn head(&mut self, m: &Model) {
+        self.out.str("{\"pid\":").num(crate::thread::pid().max(0) as u64, 0);
+        self.out.str(",\"strategy\":\"").str(config::strategy().name()).str("\",\"slots\":");
+        self.out
+            .num(table::classes().len() as u64, 0)
+            .str(",\"classes_used\":")
+            .num(m.classes_used as u64, 0);
+        self.out.str(",\"classes\":[");
+    }
+
+    fn class(&mut self, rank: usize, class: &Class, sum: &Sum) {
+        self.out.str(if rank > 1 { ",{\"rank\":" } else { "{\"rank\":" }).num(rank as u64, 0);
+        self.out.str(",\"origin\":\"").str(origin_name(class)).str("\",\"type\":\"");
+        self.out.str(type_name(class.kind.load(Relaxed))).str("\",\"mutexes\":");
+        self.out.num(class.created.load(Relaxed), 0).str(",\"live\":").num(class.live(), 0).str(",");
+        self.counters(sum);
+        self.out.str(",\"frames\":[");
+        let frames = class.frames.each_ref().map(|f| f.load(Relaxed));
+        for (i, pc) in frames.into_iter().take_while(|&pc| pc != 0).enumerate() {
+            if i > 0 {
+                self.out.str(",");
+            }
+            self.frame(pc);
+        }
+        self.out.str("],\"instances\":[");
+        self.first_instance = true;
+    }
+
+    fn instance(&mut self, instance: &Instance) {
+        self.out.str(if self.first_instance { "{" } else { ",{" });
+        self.first_instance = false;
+        self.out.str("\"mutex\":\"").hex(instance.key.load(Relaxed) as u64).str("\",\"type\":\"");
+        self.out.str(type_name(instance.kind.load(Relaxed))).str("\",");
+        self.counters(&instance.counters);
+        self.out.str("}");
+    }
+
+    fn class_end(&mut self) {
+        self.out.str("]}");
+    }
+
+    fn tail(&mut self, m: &Model) {
+        self.out.str("],\"others\":{\"classes\":").num(m.others_count as u64, 0).str(",");
+        self.counters(&m.others);
+        self.out.str("},\"unknown_class\":{");
+        self.counters(&m.unknown);
+        self.out.str("},\"overflow\":{\"instances\":").num(table::OVERFLOWED_INSTANCES.load(Relaxed), 0);
+        self.out.str(",\"classes\":").num(table::OVERFLOWED_CLASSES.load(Relaxed), 0);
+        self.out.str(",\"holds_unmeasured\":").num(table::HOLDS_UNMEASURED.load(Relaxed), 0).str(",");
+        self.counters(&m.overflow);
+        self.out.str("},\"totals\":{\"mutexes\":").num(m.created, 0).str(",\"live\":").num(m.live, 0);
+        self.out.str(",");
+        self.counters(&m.totals);
+        self.out.str("}}\n");
+    }
 }
 
-fn counters(out: &mut FdWriter, s: &Slot) -> fmt::Result {
-    write!(
-        out,
-        "\"locked\":{},\"owner_changes\":{},\"contended\":{},\"spins\":{},\"sleeps\":{},\"handoffs\":{},\"timeouts\":{},\"wait_ns_total\":{},\"wait_ns_max\":{},\"hold_ns_total\":{},\"hold_ns_max\":{}",
-        s.acquisitions.load(Relaxed),
-        s.owner_changes.load(Relaxed),
-        s.contended.load(Relaxed),
-        s.spins.load(Relaxed),
-        s.sleeps.load(Relaxed),
-        s.handoffs.load(Relaxed),
-        s.timeouts.load(Relaxed),
-        s.wait_total_ns.load(Relaxed),
-        s.wait_max_ns.load(Relaxed),
-        s.hold_total_ns.load(Relaxed),
-        s.hold_max_ns.load(Relaxed),
-    )
-}
+// ---------------------------------------------------------------------------------
+// Output: a small buffer on the stack, numbers by hand.
 
-/// Buffered writes to a descriptor, from the stack.
-struct FdWriter {
+struct Out {
     fd: i32,
-    buf: [u8; 4096],
+    buf: [u8; 128],
     len: usize,
 }
 
-impl FdWriter {
+impl Out {
     fn flush(&mut self) {
-        let mut rest = &self.buf[..self.len];
-        while !rest.is_empty() {
-            // SAFETY: writes from our live buffer.
-            let n = unsafe { libc::write(self.fd, rest.as_ptr().cast(), rest.len()) };
-            if n <= 0 {
+        crate::sys::write_fully(self.fd, &self.buf[..self.len]);
+        self.len = 0;
+    }
+
+    fn bytes(&mut self, mut b: &[u8]) -> &mut Self {
+        while !b.is_empty() {
+            if self.len == self.buf.len() {
+                self.flush();
+            }
+            let n = b.len().min(self.buf.len() - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
+            self.len += n;
+            b = &b[n..];
+        }
+        self
+    }
+
+    fn str(&mut self, s: &str) -> &mut Self {
+        self.bytes(s.as_bytes())
+    }
+
+    /// `text` right-aligned in `width` columns, after a space.
+    fn pad(&mut self, text: &str, width: usize) -> &mut Self {
+        self.spaces(width.saturating_sub(text.len()) + 1).str(text)
+    }
+
+    /// `text` left-aligned in `width` columns.
+    fn left(&mut self, text: &str, width: usize) -> &mut Self {
+        self.str(text).spaces(width.saturating_sub(text.len()))
+    }
+
+    fn spaces(&mut self, n: usize) -> &mut Self {
+        for _ in 0..n {
+            self.bytes(b" ");
+        }
+        self
+    }
+
+    /// A number right-aligned in `width` columns after a space (`width` 0: as it is).
+    fn num(&mut self, value: u64, width: usize) -> &mut Self {
+        let mut digits = [0u8; 20];
+        let n = decimal(value, &mut digits);
+        if width > 0 {
+            self.spaces(width.saturating_sub(n) + 1);
+        }
+        self.bytes(&digits[20 - n..])
+    }
+
+    /// Milliseconds with three decimals, from nanoseconds, right-aligned.
+    fn ms(&mut self, ns: u64, width: usize) -> &mut Self {
+        let mut digits = [0u8; 20];
+        let n = decimal(ns / 1_000_000, &mut digits);
+        let micros = ns / 1000 % 1000;
+        self.spaces(width.saturating_sub(n + 4) + 1).bytes(&digits[20 - n..]).str(".");
+        self.bytes(&[
+            b'0' + (micros / 100) as u8,
+            b'0' + (micros / 10 % 10) as u8,
+            b'0' + (micros % 10) as u8,
+        ])
+    }
+
+    fn hex(&mut self, value: u64) -> &mut Self {
+        let mut digits = [0u8; 16];
+        let mut at = digits.len();
+        let mut v = value;
+        loop {
+            at -= 1;
+            digits[at] = b"0123456789abcdef"[(v & 15) as usize];
+            v >>= 4;
+            if v == 0 {
                 break;
             }
-            rest = &rest[n as usize..];
         }
-        self.len = 0;
+        self.str("0x").bytes(&digits[at..])
+    }
+
+    fn hex_byte(&mut self, b: u8) -> &mut Self {
+        let hex = b"0123456789abcdef";
+        self.bytes(&[hex[(b >> 4) as usize], hex[(b & 15) as usize]])
     }
 }
 
-impl Write for FdWriter {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        for chunk in s.as_bytes().chunks(self.buf.len()) {
-            if self.len + chunk.len() > self.buf.len() {
-                self.flush();
-            }
-            self.buf[self.len..self.len + chunk.len()].copy_from_slice(chunk);
-            self.len += chunk.len();
+/// Writes `value` in decimal at the end of `digits`; returns how many digits.
+fn decimal(mut value: u64, digits: &mut [u8; 20]) -> usize {
+    let mut n = 0;
+    loop {
+        n += 1;
+        digits[20 - n] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return n;
         }
+    }
+}
+
+impl core::fmt::Write for Out {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.str(s);
         Ok(())
     }
 }

@@ -1,31 +1,40 @@
-//! The per-mutex side table: what does not fit in a mutex's 40 bytes.
+//! The side table: what does not fit in a mutex's 40 bytes.
 //!
-//! A fixed array of slots, mapped once at load time (`SPINMUTEX_STATS_SLOTS`, never
-//! grown, never `malloc`ed), keyed by the mutex's address with open addressing. A slot is
-//! claimed with one compare-and-swap and never given back, so lookups take no lock. When
-//! no slot is free within a short probe, the event is counted as overflow and only the
-//! totals see it. Counters that only the lock's owner updates are plain load/store
-//! pairs; the others are atomic adds. `init` and `destroy` zero a mutex's counters; a
-//! child after `fork` starts with an empty table.
+//! Two arrays, mapped once at load time (`SPINMUTEX_STATS_SLOTS` entries each, never
+//! grown, never `malloc`ed), with open addressing and no locks:
+//!
+//! * **instances**, keyed by a mutex's address: the counters of one live mutex;
+//! * **classes**, keyed by a hash of a call stack: every mutex initialised at the same
+//!   place (or, if it was statically initialised, first locked there) belongs to the
+//!   same class. A class keeps how many instances it has had and how many were
+//!   destroyed, and the counters of its destroyed instances, which `destroy` folds into
+//!   it. A program that makes a mutex per job or per connection thus sees one class with
+//!   every acquisition of every job's mutex.
+//!
+//! An instance or class that finds no free entry within a short probe is counted in the
+//! overflow: its events go to one set of overflow counters, so that the report's rows
+//! plus the overflow always add up to its totals.
+//!
+//! Instance counters are written only by the mutex's owner of the moment (the previous
+//! owner's writes are ordered before by the lock itself), so they are plain load/store
+//! pairs on atomics; the few written by others (timeouts) and the class and overflow
+//! counters are atomic adds. The lock path touches only its instance; classes are
+//! touched when a mutex is made, first seen or destroyed. A child after `fork` starts
+//! with empty tables.
 
 use core::ptr;
 use core::sync::atomic::Ordering::{AcqRel, Relaxed};
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
-use crate::config::{self, parse_count, Strategy};
-use crate::mutex::kind;
+use super::callsite::{self, FRAMES};
+use crate::config::{self, parse_count};
 
-/// Call-site frames kept per mutex: the caller of the lock function and three above it.
-pub const FRAMES: usize = 4;
 const PROBES: usize = 32;
 const DEFAULT_SLOTS: u64 = 4096;
 
-/// What the table knows of one mutex (or, for the totals, of all of them).
-#[repr(C, align(64))]
-pub struct Slot {
-    pub key: AtomicUsize,
-    pub kind: AtomicI32,
-    pub last_owner: AtomicI32,
+/// What every instance, class and the overflow count.
+#[repr(C)]
+pub struct Counters {
     pub acquisitions: AtomicU64,
     pub owner_changes: AtomicU64,
     pub contended: AtomicU64,
@@ -37,17 +46,27 @@ pub struct Slot {
     pub wait_max_ns: AtomicU64,
     pub hold_total_ns: AtomicU64,
     pub hold_max_ns: AtomicU64,
-    /// When the current owner took the lock (0: unknown, e.g. relocked by a condvar).
-    pub locked_at_ns: AtomicU64,
-    pub callsite: [AtomicUsize; FRAMES],
 }
 
-impl Slot {
-    const fn new() -> Self {
-        Slot {
-            key: AtomicUsize::new(0),
-            kind: AtomicI32::new(0),
-            last_owner: AtomicI32::new(0),
+/// A snapshot of [`Counters`], or a sum of several.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct Sum {
+    pub acquisitions: u64,
+    pub owner_changes: u64,
+    pub contended: u64,
+    pub spins: u64,
+    pub sleeps: u64,
+    pub handoffs: u64,
+    pub timeouts: u64,
+    pub wait_total_ns: u64,
+    pub wait_max_ns: u64,
+    pub hold_total_ns: u64,
+    pub hold_max_ns: u64,
+}
+
+impl Counters {
+    pub const fn new() -> Self {
+        Counters {
             acquisitions: AtomicU64::new(0),
             owner_changes: AtomicU64::new(0),
             contended: AtomicU64::new(0),
@@ -59,46 +78,220 @@ impl Slot {
             wait_max_ns: AtomicU64::new(0),
             hold_total_ns: AtomicU64::new(0),
             hold_max_ns: AtomicU64::new(0),
-            locked_at_ns: AtomicU64::new(0),
-            callsite: [const { AtomicUsize::new(0) }; FRAMES],
         }
     }
 
-    /// Zeroes everything but the key.
+    /// Every counter with the way it combines: added up, or the largest kept.
+    fn each(&self) -> [(&AtomicU64, bool); 11] {
+        [
+            (&self.acquisitions, false),
+            (&self.owner_changes, false),
+            (&self.contended, false),
+            (&self.spins, false),
+            (&self.sleeps, false),
+            (&self.handoffs, false),
+            (&self.timeouts, false),
+            (&self.wait_total_ns, false),
+            (&self.wait_max_ns, true),
+            (&self.hold_total_ns, false),
+            (&self.hold_max_ns, true),
+        ]
+    }
+
+    pub fn sum(&self) -> Sum {
+        let mut s = Sum::default();
+        s.add(self);
+        s
+    }
+
     fn clear(&self) {
-        for counter in [
-            &self.acquisitions,
-            &self.owner_changes,
-            &self.contended,
-            &self.spins,
-            &self.sleeps,
-            &self.handoffs,
-            &self.timeouts,
-            &self.wait_total_ns,
-            &self.wait_max_ns,
-            &self.hold_total_ns,
-            &self.hold_max_ns,
-            &self.locked_at_ns,
-        ] {
-            counter.store(0, Relaxed);
+        for (c, _) in self.each() {
+            c.store(0, Relaxed);
         }
-        self.last_owner.store(0, Relaxed);
-        for frame in &self.callsite {
-            frame.store(0, Relaxed);
+    }
+
+    /// Adds these counters into `into` with atomic operations (others may add too).
+    fn fold_into(&self, into: &Counters) {
+        for ((from, max), (to, _)) in self.each().into_iter().zip(into.each()) {
+            let v = from.load(Relaxed);
+            if max {
+                to.fetch_max(v, Relaxed);
+            } else if v != 0 {
+                to.fetch_add(v, Relaxed);
+            }
         }
     }
 }
 
-static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(ptr::null_mut());
-static LEN: AtomicUsize = AtomicUsize::new(0);
-/// Events that found no slot.
-pub static OVERFLOW: AtomicU64 = AtomicU64::new(0);
-/// Totals for the mutexes served by the strategy, and for those forwarded to glibc.
-pub static TOTALS: [Slot; 2] = [Slot::new(), Slot::new()];
-pub const SERVED: usize = 0;
-pub const FORWARDED: usize = 1;
+impl Sum {
+    pub const ZERO: Sum = Sum {
+        acquisitions: 0,
+        owner_changes: 0,
+        contended: 0,
+        spins: 0,
+        sleeps: 0,
+        handoffs: 0,
+        timeouts: 0,
+        wait_total_ns: 0,
+        wait_max_ns: 0,
+        hold_total_ns: 0,
+        hold_max_ns: 0,
+    };
 
-/// Reads SPINMUTEX_STATS and maps the table. False if statistics are off.
+    /// Adds a snapshot of `c`.
+    pub fn add(&mut self, c: &Counters) {
+        let v = |a: &AtomicU64| a.load(Relaxed);
+        self.acquisitions += v(&c.acquisitions);
+        self.owner_changes += v(&c.owner_changes);
+        self.contended += v(&c.contended);
+        self.spins += v(&c.spins);
+        self.sleeps += v(&c.sleeps);
+        self.handoffs += v(&c.handoffs);
+        self.timeouts += v(&c.timeouts);
+        self.wait_total_ns += v(&c.wait_total_ns);
+        self.wait_max_ns = self.wait_max_ns.max(v(&c.wait_max_ns));
+        self.hold_total_ns += v(&c.hold_total_ns);
+        self.hold_max_ns = self.hold_max_ns.max(v(&c.hold_max_ns));
+    }
+
+    pub fn merge(&mut self, o: &Sum) {
+        self.acquisitions += o.acquisitions;
+        self.owner_changes += o.owner_changes;
+        self.contended += o.contended;
+        self.spins += o.spins;
+        self.sleeps += o.sleeps;
+        self.handoffs += o.handoffs;
+        self.timeouts += o.timeouts;
+        self.wait_total_ns += o.wait_total_ns;
+        self.wait_max_ns = self.wait_max_ns.max(o.wait_max_ns);
+        self.hold_total_ns += o.hold_total_ns;
+        self.hold_max_ns = self.hold_max_ns.max(o.hold_max_ns);
+    }
+
+    /// Ranking: most contended first, then longest total wait, then most acquisitions.
+    pub fn rank(&self) -> (u64, u64, u64) {
+        (self.contended, self.wait_total_ns, self.acquisitions)
+    }
+}
+
+/// Reading a set of counters, live ([`Counters`]) or added up ([`Sum`]), without copying
+/// them (the report may run on a small stack).
+macro_rules! figures {
+    ($($name:ident),*) => {
+        pub trait Figures {
+            $(fn $name(&self) -> u64;)*
+        }
+        impl Figures for Sum {
+            $(fn $name(&self) -> u64 { self.$name })*
+        }
+        impl Figures for Counters {
+            $(fn $name(&self) -> u64 { self.$name.load(Relaxed) })*
+        }
+    };
+}
+
+figures!(
+    acquisitions,
+    owner_changes,
+    contended,
+    spins,
+    sleeps,
+    handoffs,
+    timeouts,
+    wait_total_ns,
+    wait_max_ns,
+    hold_total_ns,
+    hold_max_ns
+);
+
+/// Owner-only counters need no atomic read-modify-write.
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(by), Relaxed);
+}
+
+fn bump_max(max: &AtomicU64, value: u64) {
+    if value > max.load(Relaxed) {
+        max.store(value, Relaxed);
+    }
+}
+
+/// Instance keys besides addresses.
+const EMPTY: usize = 0;
+/// A destroyed instance: lookups go on past it, a new instance may take its place.
+const GONE: usize = 1;
+
+/// One live mutex.
+#[repr(C, align(64))]
+pub struct Instance {
+    pub key: AtomicUsize,
+    /// Its class: an index into the class table plus one, [`UNKNOWN_CLASS`], or 0 while
+    /// being set up.
+    pub class: AtomicU32,
+    pub kind: AtomicI32,
+    pub last_owner: AtomicI32,
+    /// When the current owner took the lock (0: not known).
+    pub locked_at_ns: AtomicU64,
+    pub counters: Counters,
+}
+
+/// The class of instances whose class found no room in the class table.
+pub const UNKNOWN_CLASS: u32 = u32::MAX;
+
+/// How a class's instances came to be.
+pub const BY_INIT: u32 = 1;
+pub const BY_FIRST_LOCK: u32 = 2;
+
+/// All mutexes made at one place.
+#[repr(C, align(64))]
+pub struct Class {
+    /// Hash of the frames (never 0 once claimed).
+    pub key: AtomicU64,
+    /// [`BY_INIT`] or [`BY_FIRST_LOCK`] (0 while being set up).
+    pub origin: AtomicU32,
+    pub kind: AtomicI32,
+    pub created: AtomicU64,
+    pub destroyed: AtomicU64,
+    pub frames: [AtomicUsize; FRAMES],
+    /// The counters of its destroyed instances.
+    pub folded: Counters,
+}
+
+impl Class {
+    const fn new() -> Self {
+        Class {
+            key: AtomicU64::new(0),
+            origin: AtomicU32::new(0),
+            kind: AtomicI32::new(0),
+            created: AtomicU64::new(0),
+            destroyed: AtomicU64::new(0),
+            frames: [const { AtomicUsize::new(0) }; FRAMES],
+            folded: Counters::new(),
+        }
+    }
+
+    pub fn live(&self) -> u64 {
+        self.created.load(Relaxed).saturating_sub(self.destroyed.load(Relaxed))
+    }
+}
+
+/// The stand-in class when the class table is full.
+pub static UNKNOWN: Class = Class::new();
+/// Events of mutexes that found no instance slot.
+pub static OVERFLOW: Counters = Counters::new();
+/// How many times a mutex found no instance slot, or a class no class slot.
+pub static OVERFLOWED_INSTANCES: AtomicU64 = AtomicU64::new(0);
+pub static OVERFLOWED_CLASSES: AtomicU64 = AtomicU64::new(0);
+/// Releases of overflowed mutexes whose hold time could not be measured (locked in one
+/// thread and unlocked in another, or too many held at once).
+pub static HOLDS_UNMEASURED: AtomicU64 = AtomicU64::new(0);
+
+static INSTANCES: AtomicPtr<Instance> = AtomicPtr::new(ptr::null_mut());
+static CLASSES: AtomicPtr<Class> = AtomicPtr::new(ptr::null_mut());
+/// Scratch sums for a report, one per class (see `report`).
+static SUMS: AtomicPtr<Sum> = AtomicPtr::new(ptr::null_mut());
+static LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Reads SPINMUTEX_STATS and maps the tables. False if statistics are off.
 pub fn init() -> bool {
     match config::env(c"SPINMUTEX_STATS") {
         None | Some(b"0") | Some(b"") => return false,
@@ -118,214 +311,319 @@ pub fn init() -> bool {
             }
         },
     } as usize;
-    let bytes = slots * core::mem::size_of::<Slot>();
-    // SAFETY: a fresh private anonymous mapping; zeroed memory is a valid array of
-    // empty slots (all-zero atomics).
+    let (Some(instances), Some(classes), Some(sums)) =
+        (map::<Instance>(slots), map::<Class>(slots), map::<Sum>(slots))
+    else {
+        return false;
+    };
+    LEN.store(slots, Relaxed);
+    INSTANCES.store(instances, Relaxed);
+    CLASSES.store(classes, Relaxed);
+    SUMS.store(sums, Relaxed);
+    callsite::init();
+    true
+}
+
+/// A zeroed array of `n` `T`s that lives as long as the process.
+fn map<T>(n: usize) -> Option<*mut T> {
+    // SAFETY: a fresh private anonymous mapping; zeroed memory is a valid array of empty
+    // entries (all-zero atomics and integers).
     let mem = unsafe {
         libc::mmap(
             ptr::null_mut(),
-            bytes,
+            n * core::mem::size_of::<T>(),
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
         )
     };
-    if mem == libc::MAP_FAILED {
-        return false;
-    }
-    LEN.store(slots, Relaxed);
-    SLOTS.store(mem.cast(), Relaxed);
-    callsite::init();
-    true
+    (mem != libc::MAP_FAILED).then_some(mem.cast())
 }
 
-/// Every slot (claimed or not).
-pub fn slots() -> &'static [Slot] {
-    let base = SLOTS.load(Relaxed);
+fn array<T>(base: &AtomicPtr<T>) -> &'static [T] {
+    let base = base.load(Relaxed);
     if base.is_null() {
         return &[];
     }
-    // SAFETY: `base` maps LEN slots for the life of the process.
+    // SAFETY: `base` maps LEN entries for the life of the process.
     unsafe { core::slice::from_raw_parts(base, LEN.load(Relaxed)) }
 }
 
-/// The slot of the mutex at `addr`, claimed on first use.
-fn slot(addr: usize) -> Option<&'static Slot> {
-    find(addr, true)
+pub fn instances() -> &'static [Instance] {
+    array(&INSTANCES)
 }
 
-fn find(addr: usize, claim: bool) -> Option<&'static Slot> {
-    let slots = slots();
-    if slots.is_empty() {
+pub fn classes() -> &'static [Class] {
+    array(&CLASSES)
+}
+
+/// The report's scratch sums, one per class.
+///
+/// # Safety
+/// Only the one report that holds the report lock may use them.
+pub unsafe fn sums() -> &'static mut [Sum] {
+    let base = SUMS.load(Relaxed);
+    if base.is_null() {
+        return &mut [];
+    }
+    // SAFETY: as `array`; exclusive by the caller's promise.
+    unsafe { core::slice::from_raw_parts_mut(base, LEN.load(Relaxed)) }
+}
+
+fn start(key: u64, len: usize) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16) as usize % len
+}
+
+/// The live instance at `addr`, if it has one.
+pub fn instance(addr: usize) -> Option<&'static Instance> {
+    let table = instances();
+    if table.is_empty() {
         return None;
     }
-    let start = (addr >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) % slots.len();
-    for i in 0..PROBES.min(slots.len()) {
-        let slot = &slots[(start + i) % slots.len()];
+    let first = start(addr as u64 >> 3, table.len());
+    for i in 0..PROBES.min(table.len()) {
+        let slot = &table[(first + i) % table.len()];
         match slot.key.load(Relaxed) {
             k if k == addr => return Some(slot),
-            0 if claim => match slot.key.compare_exchange(0, addr, AcqRel, Relaxed) {
-                Ok(_) => return Some(slot),
-                Err(k) if k == addr => return Some(slot),
-                Err(_) => {}
-            },
+            EMPTY => return None,
             _ => {}
         }
-    }
-    if claim {
-        OVERFLOW.fetch_add(1, Relaxed);
     }
     None
 }
 
-fn bucket(kind: i32) -> usize {
-    if kind & !kind::SERVED != 0 || config::strategy() == Strategy::Glibc {
-        FORWARDED
-    } else {
-        SERVED
+/// The instance at `addr`, made (first seen: its class is its first lock's call site)
+/// if it has none. None if the table has no room: the caller counts the overflow.
+#[inline]
+pub fn instance_or_new(addr: usize, kind: i32) -> Option<&'static Instance> {
+    match instance(addr) {
+        Some(found) => Some(found),
+        None => new_instance(addr, kind, BY_FIRST_LOCK),
     }
 }
 
-fn add_max(max: &AtomicU64, value: u64) {
-    max.fetch_max(value, Relaxed);
+/// Takes a free (or destroyed) slot for `addr`; its class comes from the caller's
+/// stack. Returns the existing instance if another thread made it meanwhile.
+#[cold]
+#[inline(never)]
+fn new_instance(addr: usize, kind: i32, origin: u32) -> Option<&'static Instance> {
+    let table = instances();
+    if table.is_empty() {
+        return None;
+    }
+    let first = start(addr as u64 >> 3, table.len());
+    for _attempt in 0..4 {
+        let mut free = None;
+        for i in 0..PROBES.min(table.len()) {
+            let slot = &table[(first + i) % table.len()];
+            match slot.key.load(Relaxed) {
+                k if k == addr => return Some(slot),
+                EMPTY => {
+                    free = free.or(Some((slot, EMPTY)));
+                    break;
+                }
+                GONE => free = free.or(Some((slot, GONE))),
+                _ => {}
+            }
+        }
+        let Some((slot, was)) = free else { break };
+        match slot.key.compare_exchange(was, addr, AcqRel, Relaxed) {
+            Ok(_) => {
+                slot.counters.clear();
+                slot.locked_at_ns.store(0, Relaxed);
+                slot.last_owner.store(0, Relaxed);
+                slot.kind.store(kind, Relaxed);
+                slot.class.store(class_here(origin, kind), Relaxed);
+                return Some(slot);
+            }
+            Err(k) if k == addr => return Some(slot),
+            Err(_) => {} // another mutex took that slot: look again
+        }
+    }
+    OVERFLOWED_INSTANCES.fetch_add(1, Relaxed);
+    None
 }
 
-/// Owner-only counters need no atomic read-modify-write.
-fn bump(counter: &AtomicU64, by: u64) {
-    counter.store(counter.load(Relaxed).wrapping_add(by), Relaxed);
+/// The class for a mutex made by the caller's caller (its stack, our frames left out),
+/// counting one more instance in it.
+fn class_here(origin: u32, kind: i32) -> u32 {
+    let frames = callsite::capture();
+    let key =
+        frames.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &f| (h ^ f as u64).wrapping_mul(0x100_0000_01b3));
+    let key = key.max(1);
+    let table = classes();
+    let first = if table.is_empty() { 0 } else { start(key, table.len()) };
+    for i in 0..PROBES.min(table.len()) {
+        let index = (first + i) % table.len();
+        let class = &table[index];
+        let claimed = match class.key.load(Relaxed) {
+            k if k == key => true,
+            0 => match class.key.compare_exchange(0, key, AcqRel, Relaxed) {
+                Ok(_) => {
+                    for (slot, frame) in class.frames.iter().zip(frames) {
+                        slot.store(frame, Relaxed);
+                    }
+                    class.kind.store(kind, Relaxed);
+                    class.origin.store(origin, Relaxed);
+                    true
+                }
+                Err(k) => k == key,
+            },
+            _ => false,
+        };
+        if claimed {
+            class.created.fetch_add(1, Relaxed);
+            return index as u32 + 1;
+        }
+    }
+    OVERFLOWED_CLASSES.fetch_add(1, Relaxed);
+    UNKNOWN.created.fetch_add(1, Relaxed);
+    UNKNOWN_CLASS
 }
 
-pub fn reset(addr: usize) {
-    if let Some(slot) = find(addr, false) {
-        slot.clear();
+/// The class an instance belongs to.
+pub fn class_of(instance: &Instance) -> &'static Class {
+    match instance.class.load(Relaxed) {
+        0 | UNKNOWN_CLASS => &UNKNOWN,
+        n => classes().get(n as usize - 1).unwrap_or(&UNKNOWN),
     }
 }
 
+/// `pthread_mutex_init` (or `mtx_init`) made a mutex at `addr`: a new instance of the
+/// caller's class. A mutex that was there before without `destroy` ends first.
+pub fn born(addr: usize, kind: i32) {
+    died(addr);
+    let _ = new_instance(addr, kind, BY_INIT);
+}
+
+/// `destroy` of the mutex at `addr`: its counters join its class's.
+pub fn died(addr: usize) {
+    let Some(slot) = instance(addr) else { return };
+    let class = class_of(slot);
+    slot.counters.fold_into(&class.folded);
+    class.destroyed.fetch_add(1, Relaxed);
+    slot.key.store(GONE, Relaxed);
+}
+
+/// The caller now owns the mutex at `addr`.
 pub fn locked(addr: usize, kind: i32, tid: i32, now_ns: u64) {
-    let totals = &TOTALS[bucket(kind)];
-    totals.acquisitions.fetch_add(1, Relaxed);
-    let Some(slot) = slot(addr) else { return };
-    slot.kind.store(kind, Relaxed);
-    bump(&slot.acquisitions, 1);
+    let Some(slot) = instance_or_new(addr, kind) else {
+        OVERFLOW.acquisitions.fetch_add(1, Relaxed);
+        overflow_holds::locked(addr, now_ns);
+        return;
+    };
+    bump(&slot.counters.acquisitions, 1);
     if slot.last_owner.load(Relaxed) != tid {
         slot.last_owner.store(tid, Relaxed);
-        bump(&slot.owner_changes, 1);
-        totals.owner_changes.fetch_add(1, Relaxed);
+        bump(&slot.counters.owner_changes, 1);
     }
     slot.locked_at_ns.store(now_ns, Relaxed);
 }
 
+/// The owner is about to release the mutex at `addr`.
 pub fn unlocking(addr: usize, now_ns: u64) {
-    let Some(slot) = find(addr, false) else { return };
-    let since = slot.locked_at_ns.swap(0, Relaxed);
+    let (counters, since, owner_only) = match instance(addr) {
+        Some(slot) => (&slot.counters, slot.locked_at_ns.swap(0, Relaxed), true),
+        None => (&OVERFLOW, overflow_holds::unlocking(addr), false),
+    };
     if since == 0 {
         return;
     }
     let held = now_ns.saturating_sub(since);
-    bump(&slot.hold_total_ns, held);
-    add_max(&slot.hold_max_ns, held);
-    let totals = &TOTALS[bucket(slot.kind.load(Relaxed))];
-    totals.hold_total_ns.fetch_add(held, Relaxed);
-    add_max(&totals.hold_max_ns, held);
+    if owner_only {
+        bump(&counters.hold_total_ns, held);
+        bump_max(&counters.hold_max_ns, held);
+    } else {
+        counters.hold_total_ns.fetch_add(held, Relaxed);
+        counters.hold_max_ns.fetch_max(held, Relaxed);
+    }
 }
 
 /// A contended acquisition; called by the new owner before `locked`.
-pub fn contended(addr: usize, spins: u32, sleeps: u32, handoff: bool, wait_ns: u64) {
-    // SAFETY: reading the kind of a mutex the caller now owns.
-    let kind = unsafe { crate::mutex::RawMutex::from_ptr(addr as *mut libc::pthread_mutex_t) }.kind();
-    let totals = &TOTALS[bucket(kind)];
-    let slot = slot(addr);
-    for s in [Some(totals), slot].into_iter().flatten() {
-        s.contended.fetch_add(1, Relaxed);
-        s.spins.fetch_add(u64::from(spins), Relaxed);
-        s.sleeps.fetch_add(u64::from(sleeps), Relaxed);
-        s.handoffs.fetch_add(u64::from(handoff), Relaxed);
-        s.wait_total_ns.fetch_add(wait_ns, Relaxed);
-        add_max(&s.wait_max_ns, wait_ns);
-    }
-    if let Some(slot) = slot {
-        if slot.callsite[0].load(Relaxed) == 0 {
-            callsite::capture(&slot.callsite);
+pub fn contended(addr: usize, kind: i32, spins: u32, sleeps: u32, handoff: bool, wait_ns: u64) {
+    match instance_or_new(addr, kind) {
+        Some(slot) => {
+            let c = &slot.counters;
+            bump(&c.contended, 1);
+            bump(&c.spins, spins.into());
+            bump(&c.sleeps, sleeps.into());
+            bump(&c.handoffs, handoff.into());
+            bump(&c.wait_total_ns, wait_ns);
+            bump_max(&c.wait_max_ns, wait_ns);
+        }
+        None => {
+            let c = &OVERFLOW;
+            c.contended.fetch_add(1, Relaxed);
+            c.spins.fetch_add(spins.into(), Relaxed);
+            c.sleeps.fetch_add(sleeps.into(), Relaxed);
+            c.handoffs.fetch_add(handoff.into(), Relaxed);
+            c.wait_total_ns.fetch_add(wait_ns, Relaxed);
+            c.wait_max_ns.fetch_max(wait_ns, Relaxed);
         }
     }
 }
 
-pub fn timed_out(addr: usize) {
-    if let Some(slot) = slot(addr) {
-        slot.timeouts.fetch_add(1, Relaxed);
-    }
-    TOTALS[SERVED].timeouts.fetch_add(1, Relaxed);
+/// A timed lock gave up (the caller does not own the mutex: atomic add).
+pub fn timed_out(addr: usize, kind: i32) {
+    let counters = instance_or_new(addr, kind).map_or(&OVERFLOW, |slot| &slot.counters);
+    counters.timeouts.fetch_add(1, Relaxed);
 }
 
 /// The child of a `fork` reports on its own life only.
 pub fn after_fork_in_child() {
-    let slots = slots();
-    if !slots.is_empty() {
-        // SAFETY: MADV_DONTNEED on our private anonymous mapping makes it read back as
-        // zeros, i.e. empty slots.
-        unsafe {
-            libc::madvise(
-                slots.as_ptr() as *mut libc::c_void,
-                core::mem::size_of_val(slots),
-                libc::MADV_DONTNEED,
-            )
-        };
+    for (base, bytes) in [
+        (INSTANCES.load(Relaxed).cast::<u8>(), core::mem::size_of::<Instance>()),
+        (CLASSES.load(Relaxed).cast::<u8>(), core::mem::size_of::<Class>()),
+    ] {
+        if !base.is_null() {
+            // SAFETY: MADV_DONTNEED on our private anonymous mapping makes it read back
+            // as zeros, i.e. empty entries.
+            unsafe { libc::madvise(base.cast(), bytes * LEN.load(Relaxed), libc::MADV_DONTNEED) };
+        }
     }
-    for totals in &TOTALS {
-        totals.clear();
+    UNKNOWN.folded.clear();
+    UNKNOWN.created.store(0, Relaxed);
+    UNKNOWN.destroyed.store(0, Relaxed);
+    OVERFLOW.clear();
+    for n in [&OVERFLOWED_INSTANCES, &OVERFLOWED_CLASSES, &HOLDS_UNMEASURED] {
+        n.store(0, Relaxed);
     }
-    OVERFLOW.store(0, Relaxed);
 }
 
-/// Capturing the first contended call site: a backtrace with this library's own frames
-/// removed.
-mod callsite {
-    use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+/// Hold times of mutexes that found no instance slot: when each was locked, kept per
+/// thread for the few it may hold at once.
+mod overflow_holds {
+    use core::cell::Cell;
+    use core::sync::atomic::Ordering::Relaxed;
 
-    /// This library's address range, found at load time.
-    static OURS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    const HELD: usize = 8;
 
-    pub fn init() {
-        let mut frames = [core::ptr::null_mut(); 2];
-        // SAFETY: glibc's backtrace writes at most 2 entries; the first call loads the
-        // unwinder (which allocates), so it happens here and not on a lock path.
-        unsafe { libc::backtrace(frames.as_mut_ptr(), 2) };
-        // SAFETY: dl_iterate_phdr calls `find_ours` with valid program headers.
-        unsafe { libc::dl_iterate_phdr(Some(find_ours), core::ptr::null_mut()) };
+    thread_local! {
+        static LOCKED_AT: [Cell<(usize, u64)>; HELD] = const { [const { Cell::new((0, 0)) }; HELD] };
     }
 
-    unsafe extern "C" fn find_ours(
-        info: *mut libc::dl_phdr_info,
-        _size: usize,
-        _data: *mut libc::c_void,
-    ) -> i32 {
-        let probe = init as *const () as usize;
-        // SAFETY: the loader passes a valid dl_phdr_info and its program headers.
-        let info = unsafe { &*info };
-        let headers = unsafe { core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
-        let (mut lo, mut hi) = (usize::MAX, 0);
-        for h in headers.iter().filter(|h| h.p_type == libc::PT_LOAD) {
-            let start = info.dlpi_addr as usize + h.p_vaddr as usize;
-            lo = lo.min(start);
-            hi = hi.max(start + h.p_memsz as usize);
-        }
-        if (lo..hi).contains(&probe) {
-            OURS[0].store(lo, Relaxed);
-            OURS[1].store(hi, Relaxed);
-            return 1;
-        }
-        0
+    /// Remembers when the calling thread locked `addr`, if it has room (if not, the
+    /// release counts the hold as unmeasured).
+    pub fn locked(addr: usize, now_ns: u64) {
+        let _ = LOCKED_AT.try_with(|held| {
+            if let Some(free) = held.iter().find(|h| h.get().0 == 0) {
+                free.set((addr, now_ns));
+            }
+        });
     }
 
-    pub fn capture(out: &[AtomicUsize; super::FRAMES]) {
-        let mut frames = [core::ptr::null_mut(); 16];
-        // SAFETY: backtrace writes at most 16 entries into our array.
-        let n = unsafe { libc::backtrace(frames.as_mut_ptr(), 16) }.max(0) as usize;
-        let ours = OURS[0].load(Relaxed)..OURS[1].load(Relaxed);
-        let outside = frames[..n].iter().map(|f| *f as usize).skip_while(|f| ours.contains(f));
-        for (slot, frame) in out.iter().zip(outside) {
-            slot.store(frame, Relaxed);
+    /// When the calling thread locked `addr`, forgetting it; 0 if it does not know.
+    pub fn unlocking(addr: usize) -> u64 {
+        let since = LOCKED_AT
+            .try_with(|held| match held.iter().find(|h| h.get().0 == addr) {
+                Some(entry) => entry.replace((0, 0)).1,
+                None => 0,
+            })
+            .unwrap_or(0);
+        if since == 0 {
+            super::HOLDS_UNMEASURED.fetch_add(1, Relaxed);
         }
+        since
     }
 }

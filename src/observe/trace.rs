@@ -2,15 +2,19 @@
 //! target `spinmutex`, filtered by the `EnvFilter` directive in SPINMUTEX_TRACE and
 //! written by [`LineWriter`].
 //!
-//! The writer formats each event into a buffer on the stack and appends it to the trace
-//! file with one `write(2)` on an `O_APPEND` descriptor: no allocation, no lock, no
-//! worker thread, so nothing can deadlock with the program's own locks or its
-//! allocator, and nothing is lost across `fork` (the child reopens `FILE.<pid>` in its
-//! fork handler). An event that cannot be written whole is counted, and the count is
-//! reported at exit.
+//! The writer formats each event into a small buffer on the stack and appends it to the
+//! trace with one `write(2)` system call on an `O_APPEND` descriptor (see [`output`]):
+//! no allocation, no lock, no worker thread, no cancellation point, so nothing can
+//! deadlock with the program's own locks or its allocator, and a thread with a
+//! cancellation pending is not cancelled inside a lock call. A forked child writes
+//! `FILE.<pid>`, created at its first event. An event that cannot be written whole is
+//! counted, and the count is reported at exit.
+//!
+//! [`output`]: super::output
 
+use core::cell::UnsafeCell;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -20,13 +24,27 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::EnvFilter;
 
+use super::output::{self, OwnFd};
 use crate::config::{self, LineBuf};
 
-/// Where events go: the trace file, or standard error.
-static FD: AtomicI32 = AtomicI32::new(2);
-/// SPINMUTEX_TRACE_FILE, kept for a forked child to derive its own name.
+/// The trace file, when SPINMUTEX_TRACE_FILE names one (else events go to standard
+/// error).
+static FILE: OwnFd = OwnFd::new();
+/// SPINMUTEX_TRACE_FILE, kept to reopen it and for a forked child to derive its name.
 static PATH: OnceLock<CString> = OnceLock::new();
+/// In a forked child, the name of its own trace file, `FILE.<pid>` (NUL-terminated);
+/// empty in the process that read the environment.
+static CHILD_PATH: ChildPath = ChildPath(UnsafeCell::new([0; PATH_MAX]));
+static CHILD: AtomicBool = AtomicBool::new(false);
 static JSON: AtomicBool = AtomicBool::new(false);
+
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+
+struct ChildPath(UnsafeCell<[u8; PATH_MAX]>);
+// SAFETY: written only by the fork handler in a child that has one thread, before any
+// other thread of that child exists (which orders the write before every read);
+// read only after `CHILD` is set.
+unsafe impl Sync for ChildPath {}
 
 /// Reads SPINMUTEX_TRACE, _FILE and _FORMAT and installs the subscriber. False if off.
 pub fn init() -> bool {
@@ -49,46 +67,55 @@ pub fn init() -> bool {
         Some(b"json") => JSON.store(true, Relaxed),
         Some(v) => config::warn_bad_value("SPINMUTEX_TRACE_FORMAT", v, "text, json", "text"),
     }
-    if let Some(path) = config::env(c"SPINMUTEX_TRACE_FILE") {
-        let opened = CString::new(path).ok().and_then(|p| Some((open_append(&p)?, p)));
-        match opened {
-            Some((fd, path)) => {
-                FD.store(fd, Relaxed);
-                let _ = PATH.set(path);
-            }
-            None => {
-                config::warn_bad_value("SPINMUTEX_TRACE_FILE", path, "a writable file path", "standard error")
-            }
+    let file = config::env(c"SPINMUTEX_TRACE_FILE");
+    let opened = file.and_then(|path| {
+        let path = CString::new(path).ok()?;
+        FILE.adopt(output::open_append(&path)?)?;
+        Some(path)
+    });
+    match (file, opened) {
+        (_, Some(path)) => {
+            let _ = PATH.set(path);
         }
+        (Some(bad), None) => {
+            config::warn_bad_value("SPINMUTEX_TRACE_FILE", bad, "a writable file path", "standard error");
+            output::keep_stderr();
+        }
+        (None, None) => output::keep_stderr(),
     }
     let subscriber = tracing_subscriber::registry().with(filter).with(LineWriter);
     tracing::subscriber::set_global_default(subscriber).is_ok()
 }
 
-/// Opens a path for appending.
-pub fn open_append(path: &CStr) -> Option<i32> {
-    // SAFETY: `path` is NUL-terminated.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr().cast(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    (fd >= 0).then_some(fd)
-}
-
-/// A forked child writes `FILE.<pid>`, so parent and child never interleave.
+/// A forked child writes `FILE.<pid>`, so parent and child never interleave. It lets
+/// go of the parent's file (closing its copy only if the number is still the
+/// library's) and creates its own at its first event.
 pub fn after_fork_in_child() {
     let Some(path) = PATH.get() else { return };
-    let mut name = LineBuf::new();
+    FILE.forget();
+    let mut name: LineBuf<PATH_MAX> = LineBuf::new();
     let _ = write!(name, "{}.{}\0", path.to_string_lossy(), crate::thread::pid());
-    let opened = CStr::from_bytes_with_nul(name.as_bytes()).ok().and_then(open_append);
-    if let Some(fd) = opened {
-        let old = FD.swap(fd, Relaxed);
-        // SAFETY: the parent's descriptor, which this child no longer writes.
-        unsafe { libc::close(old) };
+    // SAFETY: see `ChildPath`: this child has no other thread yet.
+    let child_path = unsafe { &mut *CHILD_PATH.0.get() };
+    child_path[..name.as_bytes().len()].copy_from_slice(name.as_bytes());
+    CHILD.store(true, Relaxed);
+}
+
+/// The descriptor events go to now: the trace file (reopened if the program took its
+/// descriptor away, created on a forked child's first event), or standard error.
+fn destination() -> Option<i32> {
+    let Some(path) = PATH.get() else { return output::stderr() };
+    if let Some(fd) = FILE.get() {
+        return Some(fd);
     }
+    let fd = if CHILD.load(Relaxed) {
+        // SAFETY: see `ChildPath`: written before `CHILD` was set, never again.
+        let name = unsafe { &*CHILD_PATH.0.get() };
+        CStr::from_bytes_until_nul(name).ok().and_then(output::open_append)?
+    } else {
+        output::open_append(path)?
+    };
+    FILE.adopt(fd)
 }
 
 /// At exit: say how many events were lost, in the trace and on standard error.
@@ -97,28 +124,36 @@ pub fn finish(dropped: u64) {
         return;
     }
     tracing::warn!(target: "spinmutex", event = "dropped", count = dropped);
-    let mut line = LineBuf::new();
-    let _ = writeln!(line, "spinmutex: {dropped} trace events were dropped");
-    crate::sys::write_stderr(line.as_bytes());
+    let mut line: LineBuf<64> = LineBuf::new();
+    line.push(b"spinmutex: ").push_u64(dropped).push(b" trace events were dropped\n");
+    output::write_stderr(line.as_bytes());
 }
 
+// Each event below is out of line, so that its field set is on the stack only while
+// the event is emitted, not throughout the lock path that emits it.
+
+#[inline(never)]
 pub fn acquired(mutex: usize, how: &str, spins: u32, sleeps: u32, wait_ns: u64) {
     tracing::debug!(target: "spinmutex", event = "acquired", mutex, how, spins, sleeps, wait_ns);
 }
 
+#[inline(never)]
 pub fn spin_give_up(mutex: usize, reason: &str, spins: u32, budget: u32) {
     tracing::trace!(target: "spinmutex", event = "spin_give_up", mutex, reason, spins, budget);
 }
 
+#[inline(never)]
 pub fn handoff(mutex: usize, to_tid: i32) {
     tracing::debug!(target: "spinmutex", event = "handoff", mutex, to_tid);
 }
 
+#[inline(never)]
 pub fn forward(mutex: usize, result: i32, wait_ns: u64) {
     tracing::debug!(target: "spinmutex", event = "forward", mutex, result, wait_ns);
 }
 
 /// Events with no fields but the mutex: sleep, wake, handoff_request, timeout.
+#[inline(never)]
 pub fn simple(mutex: usize, event: &'static str) {
     match event {
         "timeout" => tracing::debug!(target: "spinmutex", event, mutex),
@@ -131,69 +166,87 @@ struct LineWriter;
 
 impl<S: Subscriber> Layer<S> for LineWriter {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        let json = JSON.load(Relaxed);
-        let mut line = LineBuf::new();
+        // The clock and the descriptor first, so that what they take of the stack and
+        // the formatting below never stand on it at the same time.
         let ts = crate::sys::now_ns();
-        let (pid, tid) = (crate::thread::pid(), crate::thread::tid());
-        let strategy = config::strategy().name();
-        let level = event.metadata().level();
-        let _ = if json {
-            write!(line, "{{\"ts_ns\":{ts},\"pid\":{pid},\"tid\":{tid},\"strategy\":\"{strategy}\",\"level\":\"{level}\"")
-        } else {
-            write!(line, "{ts} {level} pid={pid} tid={tid} strategy={strategy}")
-        };
-        event.record(&mut Fields { line: &mut line, json });
-        let _ = line.write_str(if json { "}\n" } else { "\n" });
-        if line.as_bytes().last() != Some(&b'\n') || !write_all(line.as_bytes()) {
-            super::dropped();
+        match destination() {
+            Some(fd) if write_event(fd, ts, event) => {}
+            _ => super::dropped(),
         }
     }
 }
 
-/// One `write(2)`: with O_APPEND a line this short lands whole or not at all.
-fn write_all(bytes: &[u8]) -> bool {
-    // SAFETY: writes from a live buffer of the given length.
-    let n = unsafe { libc::write(FD.load(Relaxed), bytes.as_ptr().cast(), bytes.len()) };
-    n == bytes.len() as isize
+/// Formats `event` as one line and appends it to `fd`. False if it is not in the file.
+///
+/// Numbers and names are copied in by hand rather than through `core::fmt`, whose
+/// machinery would more than double the stack this takes from the locking thread.
+#[inline(never)]
+fn write_event(fd: i32, ts: u64, event: &Event<'_>) -> bool {
+    let json = JSON.load(Relaxed);
+    // SAFETY: events are written only from hooks that `observe::guarded` admitted, and
+    // the line is not kept past this call.
+    let line = unsafe { crate::thread::output_line() };
+    let level = event.metadata().level().as_str().as_bytes();
+    let strategy = config::strategy().name().as_bytes();
+    let (pid, tid) = (crate::thread::pid(), crate::thread::tid());
+    if json {
+        line.push(b"{\"ts_ns\":").push_u64(ts);
+        line.push(b",\"pid\":").push_i64(pid.into()).push(b",\"tid\":").push_i64(tid.into());
+        line.push(b",\"strategy\":\"").push(strategy).push(b"\",\"level\":\"").push(level).push(b"\"");
+    } else {
+        line.push_u64(ts).push(b" ").push(level);
+        line.push(b" pid=").push_i64(pid.into()).push(b" tid=").push_i64(tid.into());
+        line.push(b" strategy=").push(strategy);
+    }
+    event.record(&mut Fields { line, json });
+    line.push(if json { b"}\n" } else { b"\n" });
+    line.as_bytes().last() == Some(&b'\n') && output::append_line(fd, line.as_bytes())
+}
+
+/// Out of line: the escaping machinery stays off the stack of text-format events.
+#[inline(never)]
+fn json_string(line: &mut crate::thread::OutputLine, value: &str) {
+    let _ = output::write_json_string(line, value);
 }
 
 struct Fields<'a> {
-    line: &'a mut LineBuf,
+    line: &'a mut crate::thread::OutputLine,
     json: bool,
 }
 
 impl Fields<'_> {
     fn key(&mut self, field: &Field) {
-        let _ = if self.json {
-            write!(self.line, ",\"{}\":", field.name())
+        let name = field.name().as_bytes();
+        if self.json {
+            self.line.push(b",\"").push(name).push(b"\":");
         } else {
-            write!(self.line, " {}=", field.name())
-        };
+            self.line.push(b" ").push(name).push(b"=");
+        }
     }
 }
 
 impl Visit for Fields<'_> {
     fn record_u64(&mut self, field: &Field, value: u64) {
         self.key(field);
-        let _ = match (field.name(), self.json) {
-            ("mutex", true) => write!(self.line, "\"{value:#x}\""),
-            ("mutex", false) => write!(self.line, "{value:#x}"),
-            _ => write!(self.line, "{value}"),
+        match (field.name(), self.json) {
+            ("mutex", true) => self.line.push(b"\"").push_hex(value).push(b"\""),
+            ("mutex", false) => self.line.push_hex(value),
+            _ => self.line.push_u64(value),
         };
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
         self.key(field);
-        let _ = write!(self.line, "{value}");
+        self.line.push_i64(value);
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
         self.key(field);
-        let _ = if self.json {
-            write!(self.line, "\"{}\"", value.escape_default())
+        if self.json {
+            json_string(self.line, value);
         } else {
-            self.line.write_str(value)
-        };
+            self.line.push(value.as_bytes());
+        }
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn core::fmt::Debug) {

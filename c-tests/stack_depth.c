@@ -1,0 +1,130 @@
+/* How much of the calling thread's stack the library uses, measured on a thread whose
+ * stack is painted with a pattern: after the call, the lowest byte no longer holding
+ * the pattern shows how deep the call went.
+ *
+ *   lock      a contended pthread_mutex_lock + unlock (spinning, sleeping, and with
+ *             SPINMUTEX_TRACE on, trace events); prints its depth;
+ *   handler   SIGUSR2 sent to the thread itself: with SPINMUTEX_STATS on, the library's
+ *             on-demand report runs on the thread's stack. The depth of a do-nothing
+ *             handler (SIGUSR1) is subtracted, which leaves out the kernel's signal
+ *             frame (its size depends on the processor's register state).
+ *
+ * Each is measured warm (after one untimed call) and cold (the first call). Prints
+ * "MODE cold N warm N" on stdout and fails if the warm figure exceeds LIMIT bytes.
+ * A thread with PTHREAD_STACK_MIN bytes of stack and 4 KiB of its own data also runs
+ * both, which must not crash.
+ *
+ * usage: stack_depth lock|handler [LIMIT] */
+#include "check.h"
+
+#include <sys/mman.h>
+
+#define STACK_BYTES (256 * 1024)
+#define PATTERN 0xa5
+#define UNPAINTED 160 /* room for the painter's own frame and red zone, never painted */
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static char *stack_base;
+static volatile int usr1_seen;
+
+static void on_usr1(int sig) {
+    (void)sig;
+    usr1_seen = 1;
+}
+
+__attribute__((noinline)) static void paint(char *from, char *to) {
+    for (volatile char *p = from; p < to; p++) *p = (char)PATTERN;
+}
+
+/* Lock and unlock `m`, which a holder thread keeps for a few milliseconds. */
+static void lock_unlock(void) {
+    OK(pthread_mutex_lock(&m));
+    OK(pthread_mutex_unlock(&m));
+}
+
+static void report_signal(void) { pthread_kill(pthread_self(), SIGUSR2); }
+static void quiet_signal(void) { pthread_kill(pthread_self(), SIGUSR1); }
+
+/* Bytes below the caller's stack pointer that `op` touched (at least UNPAINTED). */
+__attribute__((noinline)) static long depth_of(void (*op)(void)) {
+    char *sp;
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    char *low = stack_base + 4096;
+    paint(low, sp - UNPAINTED);
+    op();
+    char *p = low;
+    while (p < sp - UNPAINTED && (unsigned char)*p == PATTERN) p++;
+    return sp - p;
+}
+
+struct job {
+    const char *mode;
+    long cold, warm;
+};
+
+static void *measure(void *arg) {
+    struct job *j = arg;
+    if (strcmp(j->mode, "lock") == 0) {
+        struct holder h;
+        holder_start(&h, &m, 3);
+        j->cold = depth_of(lock_unlock);
+        holder_release(&h);
+        holder_start(&h, &m, 3);
+        j->warm = depth_of(lock_unlock);
+        holder_release(&h);
+    } else {
+        /* Give the report something to list: a contended mutex, with a call site. */
+        struct holder h;
+        holder_start(&h, &m, 3);
+        lock_unlock();
+        holder_release(&h);
+        long quiet = depth_of(quiet_signal);
+        if (!usr1_seen) fail("SIGUSR1 was not delivered");
+        j->cold = depth_of(report_signal) - quiet;
+        j->warm = depth_of(report_signal) - quiet;
+    }
+    return NULL;
+}
+
+/* The small-stack case: PTHREAD_STACK_MIN and a little data of the thread's own. */
+static void *small(void *arg) {
+    volatile char data[4 * 1024];
+    memset((char *)data, 1, sizeof data);
+    if (strcmp((const char *)arg, "lock") == 0) lock_unlock();
+    else report_signal();
+    return (void *)(long)data[100];
+}
+
+int main(int argc, char **argv) {
+    test_begin("stack_depth", 30);
+    if (argc < 2) fail("usage: stack_depth lock|handler [LIMIT]");
+    long limit = argc > 2 ? atol(argv[2]) : 1024;
+    signal(SIGUSR1, on_usr1);
+    /* Without the library's report handler (no preload, or statistics off) SIGUSR2
+     * would end the process: measure a do-nothing handler there instead. */
+    if (getenv("SPINMUTEX_STATS") == NULL) signal(SIGUSR2, on_usr1);
+
+    stack_base = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (stack_base == MAP_FAILED) fail("mmap: %s", strerror(errno));
+    pthread_attr_t a;
+    OK(pthread_attr_init(&a));
+    OK(pthread_attr_setstack(&a, stack_base, STACK_BYTES));
+    struct job j = {argv[1], 0, 0};
+    pthread_t t;
+    OK(pthread_create(&t, &a, measure, &j));
+    join_thread(t);
+    OK(pthread_attr_destroy(&a));
+    printf("%s cold %ld warm %ld\n", j.mode, j.cold, j.warm);
+    fflush(stdout);
+    if (j.warm > limit) fail("%s uses %ld bytes of the caller's stack (limit %ld)", j.mode, j.warm, limit);
+
+    struct holder h;
+    holder_start(&h, &m, 3);
+    OK(pthread_attr_init(&a));
+    OK(pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN));
+    OK(pthread_create(&t, &a, small, argv[1]));
+    join_thread(t);
+    OK(pthread_attr_destroy(&a));
+    holder_release(&h);
+    return 0;
+}

@@ -1,0 +1,379 @@
+//! The host cannot tell the library is there, except by speed: programs that are correct
+//! under glibc, written as an adversary would, must behave exactly as under glibc under
+//! every strategy and knob, with statistics and tracing on or off.
+//!
+//! * memory freed by the next owner right after an unlock (a hardware watchpoint makes
+//!   this deterministic; a timer-driven version makes it likely);
+//! * a cancellation pending while a thread locks (tracing must not add a cancellation
+//!   point);
+//! * descriptors closed and reused by the program, standard error closed before exit;
+//! * signal handlers that run while a thread is owed a handoff, and `siglongjmp`;
+//! * how much of the caller's stack the lock path and the report signal use;
+//! * settings that must not change how the program reacts to signals;
+//! * no trace file for forked children that never lock, whole lines on a full disk, no
+//!   residue of a killed process in a shared mutex;
+//! * Valgrind's helgrind and drd, ThreadSanitizer: the library steps aside.
+
+mod common;
+
+use common::{c_test, lib_path, preloaded, run_bounded, Outcome, STRATEGIES};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The knobs every program here runs under, on top of each strategy. The trace file of
+/// the last one is set per run.
+fn knob_sets(trace: &Path) -> Vec<Vec<(String, String)>> {
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    vec![
+        vec![],
+        pairs(&[("SPINMUTEX_FAIR", "1")]),
+        pairs(&[("SPINMUTEX_HANDOFF_AFTER", "1"), ("SPINMUTEX_HANDOFF_WAIT", "20us")]),
+        pairs(&[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_FILE", "/dev/null")]),
+        pairs(&[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FILE", trace.to_str().expect("utf-8 path"))]),
+    ]
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spinmutex-host-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch directory");
+    dir
+}
+
+fn describe(what: &str, o: &Outcome) -> String {
+    format!(
+        "{what}: status {:?}, timed out {}\n--- stdout\n{}--- stderr\n{}",
+        o.status, o.timed_out, o.stdout, o.stderr
+    )
+}
+
+/// Runs `program args` without the library (it must pass: the expectations are
+/// glibc's), then under every strategy with every knob set; collects all failures.
+fn everywhere(program: &str, args: &[&str]) {
+    let dir = scratch(program);
+    let path = c_test(program);
+    assert!(path.exists(), "{} was not built", path.display());
+    let mut failures = Vec::new();
+    let mut base = preloaded(&path, None);
+    base.args(args);
+    let o = run_bounded(base, LIMIT);
+    if !o.success() {
+        failures.push(describe(&format!("{program} {args:?} without the library"), &o));
+    }
+    for strategy in STRATEGIES {
+        for knobs in knob_sets(&dir.join("trace.log")) {
+            let mut cmd = preloaded(&path, Some(strategy));
+            cmd.args(args).envs(knobs.iter().map(|(k, v)| (k, v)));
+            let o = run_bounded(cmd, LIMIT);
+            if !o.success() {
+                failures.push(describe(&format!("{program} {args:?} under {strategy} with {knobs:?}"), &o));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "{} failing runs:\n\n{}", failures.len(), failures.join("\n\n"));
+}
+
+// ---------------------------------------------------------------------------------
+// 1. Nothing touches a mutex after its release.
+
+/// A write watchpoint on the lock word unmaps the mutex's page the instant the release
+/// makes it free; any later read by the unlock faults. Deterministic, where the kernel
+/// offers hardware watchpoints (the program says "skipped" otherwise).
+#[test]
+fn unlock_never_reads_the_mutex_after_releasing_it() {
+    everywhere("release_watch", &["30"]);
+    let o = run_bounded(preloaded(c_test("release_watch"), Some("spin")), LIMIT);
+    if o.stderr.contains("skipped:") {
+        eprintln!("note: {}", o.stderr.trim());
+    }
+}
+
+/// The next owner drops the last reference and unmaps the object while timer signals
+/// stretch the unlocking thread's path after its release.
+#[test]
+fn mutex_freed_by_the_next_owner_at_once() {
+    everywhere("unlock_then_free", &["timer", "600"]);
+    everywhere("unlock_then_free", &["yield", "400"]);
+}
+
+// ---------------------------------------------------------------------------------
+// 2. Lock and unlock are not cancellation points.
+
+#[test]
+fn lock_and_unlock_are_not_cancellation_points() {
+    everywhere("cancel_in_lock", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// 3. Descriptors.
+
+/// A daemon closes every descriptor above 2 and opens its data file, which gets the
+/// trace file's old number; trace lines must not land in it, and a forked child must
+/// keep its copy.
+#[test]
+fn descriptors_closed_and_reused_by_the_program() {
+    let dir = scratch("daemon");
+    let data = dir.join("data");
+    everywhere("fd_hygiene", &["daemon", data.to_str().expect("utf-8 path")]);
+    everywhere("fd_hygiene", &["close-all"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// xz and GNU sort close standard error before they exit: the report must still reach
+/// the standard error the program started with.
+#[test]
+fn report_reaches_standard_error_after_the_program_closed_it() {
+    for strategy in STRATEGIES {
+        for format in ["1", "json"] {
+            let mut cmd = preloaded(c_test("fd_hygiene"), Some(strategy));
+            cmd.arg("close-stderr").env("SPINMUTEX_STATS", format);
+            let o = run_bounded(cmd, LIMIT);
+            assert!(o.success(), "{}", describe(&format!("close-stderr under {strategy}"), &o));
+            let marker = if format == "json" { "\"pid\":" } else { "spinmutex: lock statistics" };
+            assert!(
+                o.stderr.contains(marker),
+                "{strategy}, SPINMUTEX_STATS={format}: no report on stderr:\n{}",
+                o.stderr
+            );
+        }
+    }
+}
+
+/// A forked child that never locks (or execs at once) leaves no `FILE.<pid>` behind.
+#[test]
+fn no_trace_file_for_children_that_never_trace() {
+    for strategy in STRATEGIES {
+        let dir = scratch(&format!("quiet-{strategy}"));
+        let trace = dir.join("trace.log");
+        let mut cmd = preloaded(c_test("fd_hygiene"), Some(strategy));
+        cmd.arg("fork-quiet").env("SPINMUTEX_TRACE", "trace").env("SPINMUTEX_TRACE_FILE", &trace);
+        let o = run_bounded(cmd, LIMIT);
+        assert!(o.success(), "{}", describe(&format!("fork-quiet under {strategy}"), &o));
+        let files: Vec<String> = std::fs::read_dir(&dir)
+            .expect("read scratch directory")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files, ["trace.log"], "{strategy}: trace files {files:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// With the file size limited as a full disk would, the trace keeps whole lines only.
+#[test]
+fn trace_on_a_full_disk_holds_whole_lines() {
+    for format in ["text", "json"] {
+        let dir = scratch(&format!("fsize-{format}"));
+        let trace = dir.join("trace.log");
+        let mut cmd = preloaded(c_test("fd_hygiene"), Some("spin"));
+        cmd.arg("fsize")
+            .env("SPINMUTEX_TRACE", "trace")
+            .env("SPINMUTEX_TRACE_FORMAT", format)
+            .env("SPINMUTEX_TRACE_FILE", &trace);
+        let o = run_bounded(cmd, LIMIT);
+        assert!(o.success(), "{}", describe("fsize", &o));
+        let text = std::fs::read_to_string(&trace).expect("read the trace");
+        assert!(text.len() > 2000, "{format}: the trace did not fill up: {} bytes", text.len());
+        assert!(text.len() <= 4000, "{format}: the trace outgrew the limit: {} bytes", text.len());
+        assert!(text.ends_with('\n'), "{format}: the trace ends with a partial line: {text:?}");
+        for line in text.lines() {
+            let whole = if format == "json" {
+                line.starts_with('{') && line.ends_with('}')
+            } else {
+                line.contains(" event=") && line.contains(" mutex=0x")
+            };
+            assert!(whole, "{format}: partial line {line:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 4. Handoffs and signals.
+
+/// A thread owed a handoff gets a signal whose handler locks the same mutex, locks a
+/// mutex held by another waiter of the first, or leaves with siglongjmp.
+#[test]
+fn handoff_never_strands_a_lock_with_a_signalled_thread() {
+    everywhere("handoff_signals", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// 5. Stack.
+
+/// The lock path with tracing on, and the report signal's handler, each take well under
+/// 1 KiB of the caller's stack; a PTHREAD_STACK_MIN thread survives both.
+#[test]
+fn lock_path_and_report_handler_fit_in_a_small_stack() {
+    let dir = scratch("stack");
+    let trace = dir.join("trace.log");
+    let trace = trace.to_str().expect("utf-8 path");
+    let runs: &[(&str, &[(&str, &str)])] = &[
+        ("lock", &[]),
+        ("lock", &[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FILE", trace)]),
+        (
+            "lock",
+            &[
+                ("SPINMUTEX_TRACE", "trace"),
+                ("SPINMUTEX_TRACE_FORMAT", "json"),
+                ("SPINMUTEX_TRACE_FILE", trace),
+            ],
+        ),
+        ("lock", &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_FILE", "/dev/null")]),
+        ("handler", &[("SPINMUTEX_STATS", "1")]),
+        ("handler", &[("SPINMUTEX_STATS", "json")]),
+    ];
+    let mut report = Vec::new();
+    for strategy in STRATEGIES {
+        for (mode, env) in runs {
+            let mut cmd = preloaded(c_test("stack_depth"), Some(strategy));
+            cmd.args([mode, "1024"]).envs(env.iter().copied());
+            let o = run_bounded(cmd, LIMIT);
+            assert!(
+                o.success(),
+                "{}",
+                describe(&format!("stack_depth {mode} under {strategy} with {env:?}"), &o)
+            );
+            report.push(format!("{strategy} {env:?}: {}", o.stdout.trim()));
+        }
+    }
+    eprintln!("stack use (bytes):\n{}", report.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------
+// 6. Settings that would change the program's behaviour.
+
+/// Runs hello_contended with `var=value` and checks for exactly one stderr line naming
+/// the variable and the value.
+fn one_warning(var: &str, value: &str, extra: &[(&str, &str)]) -> Outcome {
+    let mut cmd = preloaded(c_test("hello_contended"), Some("spin"));
+    cmd.env(var, value).envs(extra.iter().copied());
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe(&format!("{var}={value}"), &o));
+    let lines: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("spinmutex: ")).collect();
+    let warnings: Vec<&&str> = lines.iter().filter(|l| l.contains(var)).collect();
+    assert_eq!(warnings.len(), 1, "{var}={value}: expected one warning line, got:\n{}", o.stderr);
+    assert!(warnings[0].contains(&format!("{value:?}")), "{var}={value}: {}", warnings[0]);
+    o
+}
+
+/// Signals whose default action a program relies on are refused, with one line.
+#[test]
+fn report_signal_refuses_signals_programs_rely_on() {
+    for signal in ["2", "9", "11", "15", "SIGTERM", "INT", "65", "RTMIN+31"] {
+        one_warning(
+            "SPINMUTEX_STATS_SIGNAL",
+            signal,
+            &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_FILE", "/dev/null")],
+        );
+    }
+    for accepted in ["0", "USR1", "SIGUSR2", "10", "12", "34", "RTMIN+2", "RTMAX-1", "64"] {
+        let mut cmd = preloaded(c_test("hello_contended"), Some("spin"));
+        cmd.env("SPINMUTEX_STATS", "1")
+            .env("SPINMUTEX_STATS_FILE", "/dev/null")
+            .env("SPINMUTEX_STATS_SIGNAL", accepted);
+        let o = run_bounded(cmd, LIMIT);
+        assert!(
+            o.success() && o.stderr.is_empty(),
+            "{}",
+            describe(&format!("SPINMUTEX_STATS_SIGNAL={accepted}"), &o)
+        );
+    }
+    // SIGTERM still ends the program, whatever was asked.
+    for strategy in STRATEGIES {
+        let mut cmd = preloaded(c_test("raise_signal"), Some(strategy));
+        cmd.arg("15").env("SPINMUTEX_STATS", "1").env("SPINMUTEX_STATS_SIGNAL", "15");
+        let o = run_bounded(cmd, LIMIT);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            o.status.and_then(|s| s.signal()),
+            Some(15),
+            "{}",
+            describe(&format!("raise_signal 15 under {strategy}"), &o)
+        );
+    }
+}
+
+/// A statistics file in a missing directory is reported at load, not lost silently.
+#[test]
+fn statistics_file_in_a_missing_directory_is_reported() {
+    let o = one_warning("SPINMUTEX_STATS_FILE", "/nonexistent/dir/report.txt", &[("SPINMUTEX_STATS", "1")]);
+    assert!(o.stderr.contains("lock statistics"), "the report should go to stderr instead:\n{}", o.stderr);
+}
+
+// ---------------------------------------------------------------------------------
+// 7. Residue.
+
+/// A waiter killed in its sleep on a process-shared mutex leaves nothing behind in it.
+#[test]
+fn killed_waiter_leaves_no_residue_in_a_shared_mutex() {
+    everywhere("fair_shared_kill", &[]);
+}
+
+// ---------------------------------------------------------------------------------
+// 8. Tools that watch locks.
+
+/// Under helgrind and drd a correct program has no errors with the library preloaded,
+/// and the library says once that it steps aside.
+#[test]
+fn valgrind_lock_checkers_see_the_locks() {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        eprintln!("skipped: valgrind is not installed (Debian package valgrind)");
+        return;
+    }
+    for tool in ["helgrind", "drd"] {
+        let mut cmd = preloaded("valgrind", Some("spin"));
+        cmd.args([&format!("--tool={tool}"), "--error-exitcode=99", "-q"]).arg(c_test("hello_contended"));
+        let o = run_bounded(cmd, Duration::from_secs(120));
+        assert!(o.success(), "{}", describe(&format!("hello_contended under {tool}"), &o));
+        let notes = o.stderr.lines().filter(|l| l.contains("steps aside")).count();
+        assert_eq!(notes, 1, "{tool}: expected one note that the library steps aside:\n{}", o.stderr);
+    }
+}
+
+/// A ThreadSanitizer program (GCC links libtsan dynamically, after the preload) sees
+/// every lock: no reported race in a correct program.
+#[test]
+fn thread_sanitizer_sees_the_locks() {
+    let program = c_test("tsan_counter");
+    if !program.exists() {
+        eprintln!(
+            "skipped: tsan_counter was not built (no ThreadSanitizer runtime, Debian package libtsan2)"
+        );
+        return;
+    }
+    for strategy in STRATEGIES {
+        let mut cmd = preloaded(&program, Some(strategy));
+        cmd.env("TSAN_OPTIONS", "exitcode=66");
+        let o = run_bounded(cmd, LIMIT);
+        assert!(o.success(), "{}", describe(&format!("tsan_counter under {strategy}"), &o));
+        assert!(
+            !o.stderr.contains("data race"),
+            "{strategy}: ThreadSanitizer reported a race:\n{}",
+            o.stderr
+        );
+    }
+}
+
+/// AddressSanitizer refuses to run behind a preload, and says so; the library must not
+/// crash first.
+#[test]
+fn address_sanitizer_refuses_clearly() {
+    let program = c_test("asan_counter");
+    if !program.exists() {
+        eprintln!(
+            "skipped: asan_counter was not built (no AddressSanitizer runtime, Debian package libasan8)"
+        );
+        return;
+    }
+    let o = run_bounded(preloaded(&program, Some("spin")), LIMIT);
+    assert!(!o.success(), "{}", describe("asan_counter", &o));
+    assert!(o.stderr.contains("ASan runtime does not come first"), "{}", describe("asan_counter", &o));
+    let _ = lib_path();
+}
