@@ -1,13 +1,14 @@
-//! Tracing and statistics (issue 4): the events a contended program yields (and the
-//! give-up reason SPINMUTEX_FAIR adds), none for an uncontended one, JSON that parses,
-//! the report naming the hot mutex's function, a forked child's own trace file, a full
-//! side table, a bad directive, and output that statistics never change.
+//! Tracing and statistics: the events a contended program yields (and the give-up
+//! reason SPINMUTEX_FAIR adds), none for an uncontended one, JSON that parses, the report
+//! listing the hot class first with a call site that names its module and offset, lock
+//! classes that keep every destroyed mutex's counts, rows that add up to the totals, hold
+//! times without condition-variable waits, a forked child's own trace file, a full side
+//! table, a bad directive, and output that statistics never change.
 
 mod common;
 
 use common::{c_test, preloaded, run_bounded, Outcome, STRATEGIES};
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -30,17 +31,56 @@ fn run(program: &str, args: &[&str], strategy: &str, env: &[(&str, &str)]) -> Ou
     out
 }
 
-/// Every line must parse as JSON; python3's parser is the referee.
+/// Every line must parse as JSON.
 fn assert_json_lines(path: &PathBuf) {
-    let script = "import json,sys\nn=0\nfor line in open(sys.argv[1]):\n    json.loads(line); n+=1\nprint(n)";
-    let out =
-        Command::new("python3").args(["-c", script]).arg(path).env_remove("LD_PRELOAD").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{} is not JSON lines: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = std::fs::read_to_string(path).unwrap();
+    for line in text.lines() {
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(line) {
+            panic!("{}: not JSON ({e}): {line}", path.display());
+        }
+    }
+}
+
+/// The one JSON report in `path`.
+fn json_report(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not one JSON report ({e}):\n{text}", path.display()))
+}
+
+const ADDED: &[&str] = &[
+    "locked",
+    "owner_changes",
+    "contended",
+    "spins",
+    "sleeps",
+    "handoffs",
+    "timeouts",
+    "wait_ns_total",
+    "hold_ns_total",
+];
+const MAXIMA: &[&str] = &["wait_ns_max", "hold_ns_max"];
+
+/// The listed classes, the other classes, the mutexes of unknown class and the overflow
+/// add up to the totals, counter by counter (maxima: the largest).
+fn assert_rows_add_up(report: &serde_json::Value) {
+    let counters = |v: &serde_json::Value| v["counters"].clone();
+    let mut parts: Vec<serde_json::Value> =
+        report["classes"].as_array().unwrap().iter().map(counters).collect();
+    parts.extend(["others", "unknown_class", "overflow"].map(|k| counters(&report[k])));
+    let totals = counters(&report["totals"]);
+    for key in ADDED {
+        let sum: u64 = parts.iter().map(|p| p[key].as_u64().unwrap()).sum();
+        assert_eq!(
+            sum,
+            totals[key].as_u64().unwrap(),
+            "{key}: rows do not add up to the totals:\n{report:#}"
+        );
+    }
+    for key in MAXIMA {
+        let max = parts.iter().map(|p| p[key].as_u64().unwrap()).max().unwrap();
+        assert_eq!(max, totals[key].as_u64().unwrap(), "{key}: rows do not match the totals:\n{report:#}");
+    }
 }
 
 #[test]
@@ -144,8 +184,10 @@ fn uncontended_program_yields_no_event() {
     }
 }
 
+/// The hot mutex's class is the first row, told by the module and offset of the code
+/// that first locked it; the text report ends with totals.
 #[test]
-fn report_names_the_hot_mutex_and_its_function() {
+fn report_lists_the_hot_class_first_with_its_call_site() {
     for strategy in STRATEGIES {
         let out = run("observe_hot", &[], strategy, &[("SPINMUTEX_STATS", "1")]);
         let report = &out.stderr;
@@ -153,26 +195,138 @@ fn report_names_the_hot_mutex_and_its_function() {
             .lines()
             .find(|l| l.trim_start().starts_with("1 "))
             .unwrap_or_else(|| panic!("{strategy}: no rows in report:\n{report}"));
-        assert!(first_row.contains("hot_worker"), "{strategy}: hot mutex row lacks hot_worker:\n{report}");
+        assert!(first_row.contains(" 80000 "), "{strategy}: the first row is not the hot mutex:\n{report}");
+        assert!(first_row.contains("first lock at observe_hot+0x"), "{strategy}: no call site:\n{report}");
         assert!(first_row.contains("normal"), "{strategy}: type missing:\n{report}");
-        assert!(report.contains("totals ("), "{strategy}: no totals line:\n{report}");
+        assert!(report.lines().any(|l| l.trim_end().ends_with("totals")), "{strategy}: no totals:\n{report}");
     }
 }
 
 #[test]
-fn json_report_parses() {
+fn json_report_parses_and_adds_up() {
     let dir = scratch("json-report");
     let file = dir.join("stats.json");
+    for strategy in STRATEGIES {
+        let _ = std::fs::remove_file(&file);
+        run(
+            "observe_hot",
+            &[],
+            strategy,
+            &[("SPINMUTEX_STATS", "json"), ("SPINMUTEX_STATS_FILE", file.to_str().unwrap())],
+        );
+        let report = json_report(&file);
+        assert_rows_add_up(&report);
+        let hot = &report["classes"][0];
+        assert_eq!(hot["counters"]["locked"], 80000, "{strategy}: {report:#}");
+        let frame = &hot["frames"][0];
+        assert!(frame["module"].as_str().unwrap().ends_with("/observe_hot"), "{strategy}: {frame}");
+        assert!(frame["offset"].as_str().unwrap().starts_with("0x"), "{strategy}: {frame}");
+        assert!(frame["build_id"].as_str().is_some_and(|id| id.len() == 40), "{strategy}: {frame}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// 10,000 mutexes made at one call site and destroyed, under contention: one class with
+/// 10,000 instances, none live, and every acquisition counted.
+#[test]
+fn destroyed_mutexes_are_kept_in_their_class() {
+    let dir = scratch("churn");
+    let file = dir.join("stats.json");
+    for strategy in STRATEGIES {
+        let _ = std::fs::remove_file(&file);
+        let out = run(
+            "lock_classes",
+            &["churn"],
+            strategy,
+            &[("SPINMUTEX_STATS", "json"), ("SPINMUTEX_STATS_FILE", file.to_str().unwrap())],
+        );
+        let acquisitions: u64 = out.stdout.trim().parse().unwrap();
+        let report = json_report(&file);
+        assert_rows_add_up(&report);
+        let classes = report["classes"].as_array().unwrap();
+        assert_eq!(classes.len(), 1, "{strategy}: {report:#}");
+        let class = &classes[0];
+        assert_eq!(class["origin"], "init", "{strategy}: {class:#}");
+        assert_eq!(class["mutexes"], 10000, "{strategy}: {class:#}");
+        assert_eq!(class["live"], 0, "{strategy}: {class:#}");
+        assert_eq!(class["counters"]["locked"], acquisitions, "{strategy}: {class:#}");
+        assert!(class["counters"]["contended"].as_u64().unwrap() > 0, "{strategy}: {class:#}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Time spent waiting on a condition variable is not time the mutex is held.
+#[test]
+fn hold_time_leaves_out_condition_variable_waits() {
+    let dir = scratch("condvar");
+    let file = dir.join("stats.json");
+    for strategy in STRATEGIES {
+        let _ = std::fs::remove_file(&file);
+        run(
+            "lock_classes",
+            &["condvar"],
+            strategy,
+            &[("SPINMUTEX_STATS", "json"), ("SPINMUTEX_STATS_FILE", file.to_str().unwrap())],
+        );
+        let report = json_report(&file);
+        let held = report["totals"]["counters"]["hold_ns_total"].as_u64().unwrap();
+        assert!(held < 50_000_000, "{strategy}: {held} ns held, though the 200 ms wait was on a condvar");
+        assert_eq!(report["totals"]["counters"]["locked"], 2, "{strategy}: the relock is an acquisition");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A module path with quotes, a backslash, a tab and non-ASCII still gives valid JSON.
+#[test]
+fn json_report_is_valid_for_any_module_name() {
+    let dir = scratch("names");
+    let odd = dir.join("d\"ir\\ é\tq");
+    std::fs::create_dir_all(&odd).unwrap();
+    let program = odd.join("observe_hot");
+    std::fs::copy(c_test("observe_hot"), &program).unwrap();
+    let file = dir.join("stats.json");
+    let mut cmd = preloaded(&program, Some("spin"));
+    cmd.env("SPINMUTEX_STATS", "json").env("SPINMUTEX_STATS_FILE", &file);
+    run_bounded(cmd, LIMIT).assert_success("observe_hot from an odd directory");
+    let report = json_report(&file);
+    let module = report["classes"][0]["frames"][0]["module"].as_str().unwrap().to_string();
+    assert_eq!(Path::new(&module), program, "{report:#}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn full_side_table_keeps_running_and_reports_overflow() {
+    let dir = scratch("full");
+    let file = dir.join("stats.json");
+    let out =
+        run("observe_hot", &["many"], "spin", &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "8")]);
+    assert!(out.stdout.contains("total 80000"), "{}", out.stdout);
+    assert!(out.stderr.contains("side table full"), "no overflow line:\n{}", out.stderr);
     run(
         "observe_hot",
-        &[],
+        &["many"],
         "spin",
-        &[("SPINMUTEX_STATS", "json"), ("SPINMUTEX_STATS_FILE", file.to_str().unwrap())],
+        &[
+            ("SPINMUTEX_STATS", "json"),
+            ("SPINMUTEX_STATS_SLOTS", "8"),
+            ("SPINMUTEX_STATS_FILE", file.to_str().unwrap()),
+        ],
     );
-    assert_json_lines(&file);
-    let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("\"contended\":") && text.contains("hot_worker"), "{text}");
+    let report = json_report(&file);
+    assert_rows_add_up(&report);
+    assert!(report["overflow"]["instances"].as_u64().unwrap() > 0, "{report:#}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A process that never locked a mutex (a shell that runs the program, say) prints no
+/// report at exit.
+#[test]
+fn a_process_that_never_locked_prints_no_report() {
+    let mut cmd = preloaded("/bin/true", Some("spin"));
+    cmd.env("SPINMUTEX_STATS", "1");
+    let o = run_bounded(cmd, LIMIT);
+    o.assert_success("/bin/true");
+    assert!(o.stderr.is_empty(), "a report from a process that locked nothing:\n{}", o.stderr);
 }
 
 #[test]
@@ -202,14 +356,6 @@ fn forked_child_writes_its_own_trace_file() {
     assert!(!parent_pid.contains(&format!("\"pid\":{child_pid},")), "child wrote into the parent's file");
     assert_json_lines(child);
     let _ = std::fs::remove_dir_all(dir);
-}
-
-#[test]
-fn full_side_table_keeps_running_and_reports_overflow() {
-    let out =
-        run("observe_hot", &["many"], "spin", &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "8")]);
-    assert!(out.stdout.contains("total 80000"), "{}", out.stdout);
-    assert!(out.stderr.contains("side table full"), "no overflow line:\n{}", out.stderr);
 }
 
 #[test]
