@@ -146,6 +146,16 @@ static CHECK_UNUSED void holder_release(struct holder *h) {
     if (rc != 0) fail("pthread_join: %s", strerror(rc));
 }
 
+/* The kind a mutex of kind `kind` has once the library has used it: under
+ * SPINMUTEX_STRATEGY=kernel the library gives it glibc's priority-inheritance bit (32),
+ * so that glibc's own code speaks the kernel's protocol on it too. */
+static CHECK_UNUSED int kind_in_use(int kind) {
+    const char *strategy = getenv("SPINMUTEX_STRATEGY");
+    const char *preload = getenv("LD_PRELOAD");
+    int converts = strategy && strcmp(strategy, "kernel") == 0 && preload && strstr(preload, "spinmutex");
+    return converts && (kind & ~(3 | 128 | 256 | 512)) == 0 ? kind | 32 : kind;
+}
+
 /* Starts a thread or fails. */
 static CHECK_UNUSED pthread_t start_thread(void *(*fn)(void *), void *arg) {
     pthread_t t;

@@ -10,27 +10,7 @@ use core::fmt::{self, Write};
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
 
-/// How contended mutexes wait.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Strategy {
-    /// Every call goes to glibc's own functions: the A/B baseline.
-    Glibc = 1,
-    /// Sleep on the futex at the first contention; never spin.
-    Futex = 2,
-    /// Spin while spinning pays, then sleep; hand off to starving sleepers.
-    Spin = 3,
-}
-
-impl Strategy {
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Glibc => "glibc",
-            Strategy::Futex => "futex",
-            Strategy::Spin => "spin",
-        }
-    }
-}
+pub use crate::strategy::Strategy;
 
 const DEFAULT_STRATEGY: Strategy = Strategy::Spin;
 /// About one futex sleep-and-wake round trip: spinning longer cannot pay.
@@ -56,12 +36,32 @@ static STEPPED_ASIDE: AtomicBool = AtomicBool::new(false);
 /// The strategy in force; reads the environment the first time.
 #[inline]
 pub fn strategy() -> Strategy {
-    match STRATEGY.load(Acquire) {
-        1 => Strategy::Glibc,
-        2 => Strategy::Futex,
-        3 => Strategy::Spin,
-        _ => load(Reading::FirstUse),
+    match Strategy::from_u8(STRATEGY.load(Acquire)) {
+        Some(s) => s,
+        None => load(Reading::FirstUse),
     }
+}
+
+/// What the uncontended paths of `exports` need to know, in one word: 0 when a plain
+/// mutex may take the fast path (a strategy that serves it with glibc's word protocol,
+/// statistics off), else one of the bits below. Until the environment is read it is
+/// [`NOT_LOADED`], so the first call takes the general path, which reads it.
+static FAST_PATH_OFF: AtomicU32 = AtomicU32::new(NOT_LOADED);
+pub const NOT_LOADED: u32 = 1 << 31;
+/// The strategy does not serve mutexes with glibc's word (`glibc`, `kernel`).
+const OTHER_STRATEGY: u32 = 1 << 30;
+/// Statistics watch every acquisition.
+const WATCHED: u32 = 1 << 29;
+
+/// The bits that send a plain mutex to the general path (see `FAST_PATH_OFF`).
+#[inline(always)]
+pub fn fast_path_off() -> u32 {
+    FAST_PATH_OFF.load(Relaxed)
+}
+
+/// Statistics are on: every acquisition goes through the general path.
+pub fn watch_every_acquisition() {
+    FAST_PATH_OFF.fetch_or(WATCHED, Relaxed);
 }
 
 /// Most `pause` iterations one acquisition may spin (0 under `futex`).
@@ -150,13 +150,10 @@ fn read_environment(reading: Reading) -> Strategy {
 
     let strategy = match env(c"SPINMUTEX_STRATEGY") {
         None => DEFAULT_STRATEGY,
-        Some(b"glibc") => Strategy::Glibc,
-        Some(b"futex") => Strategy::Futex,
-        Some(b"spin") => Strategy::Spin,
-        Some(v) => {
-            report("SPINMUTEX_STRATEGY", v, "glibc, futex, spin", DEFAULT_STRATEGY.name());
+        Some(v) => Strategy::named(v).unwrap_or_else(|| {
+            report("SPINMUTEX_STRATEGY", v, Strategy::NAMES, DEFAULT_STRATEGY.name());
             DEFAULT_STRATEGY
-        }
+        }),
     };
 
     // The spin limit is kept in nanoseconds; an iteration count is converted with the
@@ -255,13 +252,17 @@ fn read_environment(reading: Reading) -> Strategy {
     HANDOFF_WAIT_NS.store(handoff_wait, Relaxed);
     FAIR.store(fair, Relaxed);
     STRATEGY.store(strategy as u8, Release);
+    let row = strategy.row();
+    let other = if row.serves && !row.priority_inheritance { 0 } else { OTHER_STRATEGY };
+    let watched = FAST_PATH_OFF.load(Relaxed) & WATCHED;
+    FAST_PATH_OFF.store(other | watched, Release);
     strategy
 }
 
 fn publish_spin_limit(strategy: Strategy) {
-    let iters = match strategy {
-        Strategy::Spin => SPIN_LIMIT_NS.load(Relaxed) * 1000 / u64::from(pause_ps().max(1)),
-        Strategy::Futex | Strategy::Glibc => 0,
+    let iters = match strategy.row().spins {
+        true => SPIN_LIMIT_NS.load(Relaxed) * 1000 / u64::from(pause_ps().max(1)),
+        false => 0,
     };
     SPIN_LIMIT_ITERS.store(iters.min(u64::from(u32::MAX)) as u32, Relaxed);
 }
@@ -316,6 +317,13 @@ pub fn parse_duration(text: &[u8]) -> Option<u64> {
         _ => return None,
     };
     number.checked_mul(scale)
+}
+
+/// One line on standard error: `spinmutex: ` and `what`.
+pub fn note(what: fmt::Arguments<'_>) {
+    let mut line: LineBuf = LineBuf::new();
+    let _ = writeln!(line, "spinmutex: {what}");
+    crate::sys::write_stderr(line.as_bytes());
 }
 
 /// The one line a bad setting earns: names the variable, the value and what is accepted.
@@ -374,6 +382,7 @@ impl<const N: usize> LineBuf<N> {
         self.push_digits(value, 16, b"0x")
     }
 
+    #[inline(never)]
     fn push_digits(&mut self, mut value: u64, base: u64, prefix: &[u8]) -> &mut Self {
         let mut digits = [0u8; 20];
         let mut at = digits.len();

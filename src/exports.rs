@@ -1,25 +1,42 @@
 //! The symbols the preload puts in front of glibc's, and the library's constructor and
 //! destructor. Each entry point serves the mutex itself or forwards it to glibc.
+//!
+//! `lock`, `trylock` and `unlock` start with the fast path: a normal mutex, a strategy
+//! that serves it with glibc's word, no statistics (one test of the kind and one
+//! published word, see `RawMutex::plain`), and the lock free or held by the caller. All
+//! else, including every decision of tracing, statistics and strategy, is in the general
+//! path, out of line.
 
 use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
 
 use crate::lock::{self, served};
+use crate::mutex::RawMutex;
 use crate::sys::{self, Deadline};
 use crate::{config, observe, real, thread, unlock};
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
-    match served(m) {
-        Some(mutex) => lock::lock(mutex, None),
-        // SAFETY: the caller's mutex goes to glibc unchanged.
-        None if !observe::enabled() => unsafe { real::mutex_lock(m) },
-        // SAFETY: as above.
-        None => unsafe { forward(m, Call::Lock) },
+    // SAFETY: POSIX requires `m` to point to a mutex.
+    let mutex = unsafe { RawMutex::from_ptr(m) };
+    if mutex.plain() && mutex.try_acquire() {
+        mutex.set_owner(thread::tid());
+        return 0;
     }
+    // SAFETY: as above.
+    unsafe { lock_in_general(m) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: POSIX requires `m` to point to a mutex.
+    let mutex = unsafe { RawMutex::from_ptr(m) };
+    if mutex.plain() {
+        if !mutex.try_acquire() {
+            return libc::EBUSY;
+        }
+        mutex.set_owner(thread::tid());
+        return 0;
+    }
     match served(m) {
         Some(mutex) => lock::trylock(mutex),
         // SAFETY: the caller's mutex goes to glibc unchanged.
@@ -31,6 +48,32 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: POSIX requires `m` to point to a mutex.
+    let mutex = unsafe { RawMutex::from_ptr(m) };
+    if mutex.plain() {
+        mutex.clear_owner();
+        mutex.release();
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { unlock_in_general(m) }
+}
+
+/// `pthread_mutex_lock` past the fast path.
+#[inline(never)]
+unsafe fn lock_in_general(m: *mut pthread_mutex_t) -> c_int {
+    match served(m) {
+        Some(mutex) => lock::lock(mutex, None),
+        // SAFETY: the caller's mutex goes to glibc unchanged.
+        None if !observe::enabled() => unsafe { real::mutex_lock(m) },
+        // SAFETY: as above.
+        None => unsafe { forward(m, Call::Lock) },
+    }
+}
+
+/// `pthread_mutex_unlock` past the fast path.
+#[inline(never)]
+unsafe fn unlock_in_general(m: *mut pthread_mutex_t) -> c_int {
     match served(m) {
         Some(mutex) => unlock::unlock(mutex),
         // SAFETY: the caller's mutex goes to glibc unchanged.
@@ -116,7 +159,7 @@ pub unsafe extern "C" fn pthread_mutex_init(
     // SAFETY: the caller's arguments go to glibc unchanged.
     let r = unsafe { real::mutex_init(m, attr) };
     if r == 0 {
-        observe::born(m as usize);
+        made(m);
     }
     r
 }
@@ -138,6 +181,16 @@ pub unsafe extern "C" fn pthread_mutex_consistent(m: *mut pthread_mutex_t) -> c_
     // Only robust mutexes can be inconsistent, and those are glibc's.
     // SAFETY: the caller's mutex goes to glibc unchanged.
     unsafe { real::mutex_consistent(m) }
+}
+
+/// A mutex `init` just made: converted for a strategy with its own protocol (its first
+/// moment, when no other thread can know it), and counted by the statistics.
+pub fn made(m: *mut pthread_mutex_t) {
+    if config::strategy().row().priority_inheritance {
+        // SAFETY: the mutex glibc just initialised.
+        crate::pi::convert_new(unsafe { RawMutex::from_ptr(m) });
+    }
+    observe::born(m as usize);
 }
 
 /// `_Fork` (glibc 2.34) creates a child without running atfork handlers, so the child's
@@ -176,6 +229,9 @@ alias! {
 extern "C" fn constructor() {
     thread::init();
     config::init();
+    if config::strategy().row().priority_inheritance {
+        crate::pi::init();
+    }
     real::resolve_all();
     observe::init();
 }

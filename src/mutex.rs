@@ -77,6 +77,8 @@ pub mod kind {
     /// Everything this library serves itself; any other bit (robust, PI, PP, a destroyed
     /// mutex's −1) is forwarded to glibc.
     pub const SERVED: i32 = TYPE_MASK | PSHARED | ELISION | NO_ELISION;
+    /// The bits a normal mutex may have (its type is 0).
+    pub const PLAIN: i32 = PSHARED | ELISION | NO_ELISION;
 }
 
 /// Bit 31 of the handoff word's low half: the request has been granted.
@@ -114,6 +116,8 @@ pub enum How {
     Sleeping,
     /// Was handed it by the previous owner after sleeping.
     Handoff,
+    /// Got it from the kernel (`FUTEX_LOCK_PI`: spun there or slept).
+    Kernel,
 }
 
 /// The story of one contended acquisition.
@@ -156,8 +160,31 @@ impl RawMutex {
     }
 
     #[inline(always)]
-    fn shared(&self) -> bool {
+    pub fn shared(&self) -> bool {
         self.kind() & kind::PSHARED != 0
+    }
+
+    /// The lock word itself, for a strategy that speaks another protocol on it (pi.rs).
+    pub fn word(&self) -> &AtomicI32 {
+        &self.lock
+    }
+
+    /// Sets the kind of a mutex no other thread can know yet (just initialised).
+    pub fn set_kind(&self, k: i32) {
+        self.kind.store(k, Relaxed);
+    }
+
+    /// Changes the kind from `from` to `to` unless another thread changed it first.
+    pub fn convert_kind(&self, from: i32, to: i32) -> bool {
+        self.kind.compare_exchange(from, to, AcqRel, Acquire).is_ok()
+    }
+
+    /// True if this mutex may take the fast path: a normal mutex (`PTHREAD_MUTEX_NORMAL`
+    /// or a static initialiser, private or shared), and a strategy that serves it with
+    /// this protocol and no statistics (`config::fast_path_off` is 0). One branch.
+    #[inline(always)]
+    pub fn plain(&self) -> bool {
+        (self.kind() as u32 | crate::config::fast_path_off()) & !(kind::PLAIN as u32) == 0
     }
 
     /// One attempt, no waiting: 0 → 1.

@@ -119,6 +119,63 @@ pub fn futex_wait(word: &AtomicI32, expected: i32, deadline: Option<&Deadline>, 
     }
 }
 
+/// `FUTEX_LOCK_PI2` (Linux 5.14+, any clock) or, without a deadline or on older
+/// kernels, `FUTEX_LOCK_PI` (realtime deadlines only). Returns 0 once the caller owns
+/// the word, or the error.
+#[inline(never)]
+pub fn futex_lock_pi(word: &AtomicI32, deadline: Option<&Deadline>, shared: bool) -> c_int {
+    const FUTEX_LOCK_PI2: c_int = 13;
+    let call = |op: c_int, ts: *const timespec| {
+        // SAFETY: `word` is a live, aligned 32-bit futex word; `ts` is null or a live
+        // absolute timespec.
+        let r = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op | private_flag(shared), 0, ts) };
+        if r == 0 {
+            0
+        } else {
+            errno()
+        }
+    };
+    let Some(d) = deadline else { return call(libc::FUTEX_LOCK_PI, ptr::null()) };
+    let realtime = if d.clock == libc::CLOCK_REALTIME { libc::FUTEX_CLOCK_REALTIME } else { 0 };
+    match call(FUTEX_LOCK_PI2 | realtime, &d.at) {
+        libc::ENOSYS if realtime != 0 => call(libc::FUTEX_LOCK_PI, &d.at),
+        libc::ENOSYS => {
+            // FUTEX_LOCK_PI times out on the realtime clock only: the same distance.
+            let now = clock_ns(libc::CLOCK_MONOTONIC);
+            let at = clock_ns(libc::CLOCK_REALTIME) + timespec_ns(&d.at).saturating_sub(now);
+            call(libc::FUTEX_LOCK_PI, &ns_timespec(at))
+        }
+        r => r,
+    }
+}
+
+/// `FUTEX_UNLOCK_PI`: the kernel releases the word and hands it to the first waiter.
+pub fn futex_unlock_pi(word: *const i32, shared: bool) {
+    // SAFETY: the kernel uses the address as a key and checks the caller owns the word.
+    unsafe { libc::syscall(libc::SYS_futex, word, libc::FUTEX_UNLOCK_PI | private_flag(shared)) };
+}
+
+/// The running kernel's major and minor version (0.0 if unknown).
+pub fn kernel_version() -> (u32, u32) {
+    // SAFETY: an all-zero utsname is valid for uname to fill.
+    let mut uts: libc::utsname = unsafe { core::mem::zeroed() };
+    // SAFETY: uname writes one utsname we own.
+    if unsafe { libc::syscall(libc::SYS_uname, &mut uts) } != 0 {
+        return (0, 0);
+    }
+    let release = uts.release.iter().map(|&c| c as u8).take_while(|&c| c != 0);
+    let mut numbers = [0u32; 2];
+    let mut at = 0;
+    for c in release {
+        match c {
+            b'0'..=b'9' => numbers[at] = numbers[at] * 10 + u32::from(c - b'0'),
+            b'.' if at == 0 => at = 1,
+            _ => break,
+        }
+    }
+    (numbers[0], numbers[1])
+}
+
 /// Wakes up to `count` threads sleeping on `word`.
 pub fn futex_wake(word: *const i32, count: i32, shared: bool) {
     // SAFETY: FUTEX_WAKE only uses the address as a key; it never dereferences it

@@ -176,9 +176,19 @@ pub fn single_threaded() -> bool {
     flag.load(Relaxed) != 0
 }
 
+/// In a child after `fork`: the id its one thread had in the parent (0 elsewhere). A
+/// lock word that names its owner (the `kernel` strategy's) still names that id for the
+/// mutexes the thread held when it forked.
+static TID_BEFORE_FORK: AtomicI32 = AtomicI32::new(0);
+
+pub fn tid_before_fork() -> i32 {
+    TID_BEFORE_FORK.load(Relaxed)
+}
+
 /// In a child after `fork` (or `_Fork`): the one thread left has a new id, and so does
 /// the process.
 pub extern "C" fn after_fork_in_child() {
+    TID_BEFORE_FORK.store(cached_tid(), Relaxed);
     set_cached_tid(crate::sys::gettid());
     PID.store(crate::sys::getpid(), Relaxed);
     crate::observe::after_fork_in_child();

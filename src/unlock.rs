@@ -3,14 +3,15 @@
 use libc::c_int;
 
 use crate::mutex::{kind, RawMutex};
-use crate::thread;
+use crate::{pi, thread};
 
 /// Releases `m`: `EPERM` if a recursive or error-checking mutex is not the caller's.
-#[inline]
 pub fn unlock(m: &RawMutex) -> c_int {
-    match m.kind() & kind::TYPE_MASK {
+    let k = m.kind();
+    let tid = thread::tid();
+    match k & kind::TYPE_MASK {
         kind::RECURSIVE => {
-            if m.owner() != thread::tid() {
+            if m.owner() != tid {
                 return libc::EPERM;
             }
             let remaining = m.count() - 1;
@@ -19,11 +20,22 @@ pub fn unlock(m: &RawMutex) -> c_int {
                 return 0;
             }
         }
-        kind::ERRORCHECK if m.owner() != thread::tid() || !m.is_locked() => return libc::EPERM,
+        kind::ERRORCHECK if m.owner() != tid || !m.is_locked() => return libc::EPERM,
         _ => {}
     }
+    let priority_inheritance = k & kind::PRIO_INHERIT != 0;
     crate::observe::unlocking(m);
+    if priority_inheritance && !pi::owned_by(m, tid) {
+        // A normal mutex unlocked by another thread, which glibc's word allows: done
+        // when no thread waits in the kernel, which hands the lock over only for its
+        // owner (EPERM then, as for glibc's own priority-inheritance mutexes).
+        return pi::release_for_owner(m);
+    }
     m.clear_owner();
-    m.release();
+    if priority_inheritance {
+        pi::release(m, tid);
+    } else {
+        m.release();
+    }
     0
 }

@@ -97,6 +97,7 @@ pub fn init() {
     }
     if table::init() {
         report::init();
+        crate::config::watch_every_acquisition();
         STATS_ON.store(true, Relaxed);
     }
     if trace::init() {
@@ -188,19 +189,18 @@ fn count_unlocking(m: &RawMutex) {
 #[inline(never)]
 pub fn acquired(m: &RawMutex, a: Acquired, started_ns: u64) {
     let wait_ns = sys::now_ns().saturating_sub(started_ns);
-    guarded(|| {
-        if stats_on() {
-            table::contended(m.addr(), m.kind(), a.spins, a.sleeps, a.how == How::Handoff, wait_ns);
-        }
-        if tracing() {
-            let how = match a.how {
-                How::Spinning => "spin",
-                How::Sleeping => "sleep",
-                How::Handoff => "handoff",
-            };
-            trace::acquired(m.addr(), how, a.spins, a.sleeps, wait_ns);
-        }
-    });
+    if stats_on() {
+        guarded(|| table::contended(m.addr(), m.kind(), a.spins, a.sleeps, a.how == How::Handoff, wait_ns));
+    }
+    if tracing() {
+        let how = match a.how {
+            How::Spinning => "spin",
+            How::Sleeping => "sleep",
+            How::Handoff => "handoff",
+            How::Kernel => "kernel",
+        };
+        guarded(|| trace::acquired(m.addr(), how, a.spins, a.sleeps, wait_ns));
+    }
 }
 
 pub fn gave_up_spinning(m: &RawMutex, spun: u32, budget: u32, why: GiveUp) {

@@ -358,25 +358,34 @@ fn hottest_instance(class: u32, below: Option<Rank>) -> Option<(&'static Instanc
         .max_by_key(|(_, r)| *r)
 }
 
-fn type_name(k: i32) -> &'static str {
-    if k & kind::ROBUST != 0 {
-        return "robust";
+/// A mutex kind in words: its type, then what else it is (`normal,pshared,pi`).
+fn type_name(k: i32) -> TypeName {
+    TypeName(k)
+}
+
+struct TypeName(i32);
+
+impl TypeName {
+    fn parts(&self) -> impl Iterator<Item = &'static str> {
+        let k = self.0;
+        let base = match k & kind::TYPE_MASK {
+            kind::RECURSIVE => "recursive",
+            kind::ERRORCHECK => "errorcheck",
+            kind::ADAPTIVE => "adaptive",
+            _ => "normal",
+        };
+        let flags = [
+            (kind::PSHARED, ",pshared"),
+            (kind::ROBUST, ",robust"),
+            (kind::PRIO_INHERIT, ",pi"),
+            (kind::PRIO_PROTECT, ",pp"),
+        ];
+        core::iter::once(base)
+            .chain(flags.into_iter().filter(move |(bit, _)| k & bit != 0).map(|(_, name)| name))
     }
-    if k & kind::PRIO_INHERIT != 0 {
-        return "prio-inherit";
-    }
-    if k & kind::PRIO_PROTECT != 0 {
-        return "prio-protect";
-    }
-    match (k & kind::TYPE_MASK, k & kind::PSHARED != 0) {
-        (kind::RECURSIVE, false) => "recursive",
-        (kind::ERRORCHECK, false) => "errorcheck",
-        (kind::ADAPTIVE, false) => "adaptive",
-        (_, false) => "normal",
-        (kind::RECURSIVE, true) => "recursive,pshared",
-        (kind::ERRORCHECK, true) => "errorcheck,pshared",
-        (kind::ADAPTIVE, true) => "adaptive,pshared",
-        (_, true) => "normal,pshared",
+
+    fn len(&self) -> usize {
+        self.parts().map(str::len).sum()
     }
 }
 
@@ -477,7 +486,7 @@ impl Render for Text<'_> {
     fn class(&mut self, rank: usize, class: &Class, sum: &Sum) {
         self.out.num(rank as u64, 5);
         self.counters(Some((class.created.load(Relaxed), class.live())), sum);
-        self.out.str("  ").left(type_name(class.kind.load(Relaxed)), 18).str("  ");
+        self.out.str("  ").kind(class.kind.load(Relaxed), 18).str("  ");
         self.out.str(origin_name(class)).str(" at ");
         let frames = class.frames.each_ref().map(|f| f.load(Relaxed));
         match frames[0] {
@@ -492,7 +501,7 @@ impl Render for Text<'_> {
     fn instance(&mut self, instance: &Instance) {
         self.out.pad("", 5);
         self.counters(None, &instance.counters);
-        self.out.str("  ").left(type_name(instance.kind.load(Relaxed)), 18).str("  mutex ");
+        self.out.str("  ").kind(instance.kind.load(Relaxed), 18).str("  mutex ");
         self.out.hex(instance.key.load(Relaxed) as u64).str("\n");
     }
 
@@ -621,7 +630,7 @@ impl Render for Json<'_> {
     fn class(&mut self, rank: usize, class: &Class, sum: &Sum) {
         self.out.str(if rank > 1 { ",{\"rank\":" } else { "{\"rank\":" }).num(rank as u64, 0);
         self.out.str(",\"origin\":\"").str(origin_name(class)).str("\",\"type\":\"");
-        self.out.str(type_name(class.kind.load(Relaxed))).str("\",\"mutexes\":");
+        self.out.kind(class.kind.load(Relaxed), 0).str("\",\"mutexes\":");
         self.out.num(class.created.load(Relaxed), 0).str(",\"live\":").num(class.live(), 0).str(",");
         self.counters(sum);
         self.out.str(",\"frames\":[");
@@ -640,7 +649,7 @@ impl Render for Json<'_> {
         self.out.str(if self.first_instance { "{" } else { ",{" });
         self.first_instance = false;
         self.out.str("\"mutex\":\"").hex(instance.key.load(Relaxed) as u64).str("\",\"type\":\"");
-        self.out.str(type_name(instance.kind.load(Relaxed))).str("\",");
+        self.out.kind(instance.kind.load(Relaxed), 0).str("\",");
         self.counters(&instance.counters);
         self.out.str("}");
     }
@@ -702,9 +711,13 @@ impl Out {
         self.spaces(width.saturating_sub(text.len()) + 1).str(text)
     }
 
-    /// `text` left-aligned in `width` columns.
-    fn left(&mut self, text: &str, width: usize) -> &mut Self {
-        self.str(text).spaces(width.saturating_sub(text.len()))
+    /// A mutex kind in words, left-aligned in `width` columns.
+    fn kind(&mut self, k: i32, width: usize) -> &mut Self {
+        let name = type_name(k);
+        for part in name.parts() {
+            self.str(part);
+        }
+        self.spaces(width.saturating_sub(name.len()))
     }
 
     fn spaces(&mut self, n: usize) -> &mut Self {
