@@ -5,7 +5,7 @@ use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
 
 use crate::lock::{self, served};
 use crate::sys::{self, Deadline};
-use crate::{config, observe, real, thread, unlock};
+use crate::{config, handshake, observe, real, thread, unlock};
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
@@ -178,6 +178,7 @@ extern "C" fn constructor() {
     config::init();
     real::resolve_all();
     observe::init();
+    handshake::announce();
 }
 
 /// Runs at exit. Every entry point keeps working after this.

@@ -7,12 +7,14 @@
 //!
 //! Module map: `exports` and `c11` are the C entry points; `lock` and `unlock` apply
 //! glibc's per-type rules; `mutex` is the protocol on the bytes; `spin` the spinning
-//! policy; `config` the environment; `thread` the caller's ids; `sys` the system calls;
+//! policy; `config` the environment; `handshake` the load message to the `spinmutex`
+//! command; `thread` the caller's ids; `sys` the system calls;
 //! `real` glibc's own functions; `observe` tracing and statistics.
 
 mod c11;
 mod config;
 mod exports;
+mod handshake;
 mod lock;
 mod mutex;
 mod observe;

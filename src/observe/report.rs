@@ -12,52 +12,38 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 
 use super::table::{self, Slot, FORWARDED, SERVED, TOTALS};
-use crate::config::{self, parse_count};
+use spinmutex_names::{self as names, Invalid, Stats};
+
+use crate::config;
 use crate::mutex::kind;
 
+/// The most rows a report can list (SPINMUTEX_STATS_TOP's upper bound).
 const MAX_TOP: usize = 100;
-const DEFAULT_TOP: usize = 10;
 
 static JSON: AtomicBool = AtomicBool::new(false);
-static TOP: AtomicUsize = AtomicUsize::new(DEFAULT_TOP);
+static TOP: AtomicUsize = AtomicUsize::new(names::DEFAULT_STATS_TOP);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// SPINMUTEX_STATS_FILE.
 static PATH: OnceLock<CString> = OnceLock::new();
 
 /// Reads the report settings and installs the signal handler.
 pub fn init() {
-    JSON.store(config::env(c"SPINMUTEX_STATS") == Some(b"json"), Relaxed);
-    if let Some(v) = config::env(c"SPINMUTEX_STATS_TOP") {
-        match parse_count(v).filter(|n| (1..=MAX_TOP as u64).contains(n)) {
-            Some(n) => TOP.store(n as usize, Relaxed),
-            None => config::warn_bad_value("SPINMUTEX_STATS_TOP", v, "an integer 1..100", "10"),
-        }
-    }
-    if let Some(path) = config::env(c"SPINMUTEX_STATS_FILE") {
-        match CString::new(path) {
-            Ok(p) if !path.is_empty() => {
+    let stats = config::read(&names::STATS, names::parse_stats, Stats::Off, false);
+    JSON.store(stats == Stats::Json, Relaxed);
+    TOP.store(
+        config::read(&names::STATS_TOP, names::parse_stats_top, names::DEFAULT_STATS_TOP, true),
+        Relaxed,
+    );
+    if let Some(path) = config::env(names::STATS_FILE.cname) {
+        match names::parse_stats_file(path).ok().and_then(|p| CString::new(p).ok()) {
+            Some(p) => {
                 let _ = PATH.set(p);
             }
-            _ => config::warn_bad_value("SPINMUTEX_STATS_FILE", path, "a file path", "standard error"),
+            None => config::warn_invalid(Invalid(&names::STATS_FILE), path),
         }
     }
-    let signal = match config::env(c"SPINMUTEX_STATS_SIGNAL") {
-        None => libc::SIGUSR2,
-        Some(b"USR1" | b"SIGUSR1") => libc::SIGUSR1,
-        Some(b"USR2" | b"SIGUSR2") => libc::SIGUSR2,
-        Some(v) => match parse_count(v).filter(|&n| n < 65) {
-            Some(n) => n as i32,
-            None => {
-                config::warn_bad_value(
-                    "SPINMUTEX_STATS_SIGNAL",
-                    v,
-                    "a signal number 0..64 (0: none), USR1 or USR2",
-                    "USR2",
-                );
-                libc::SIGUSR2
-            }
-        },
-    };
+    let signal =
+        config::read(&names::STATS_SIGNAL, names::parse_stats_signal, names::DEFAULT_STATS_SIGNAL, true);
     if signal != 0 {
         install_handler(signal);
     }

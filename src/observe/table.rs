@@ -12,13 +12,14 @@ use core::ptr;
 use core::sync::atomic::Ordering::{AcqRel, Relaxed};
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize};
 
-use crate::config::{self, parse_count, Strategy};
+use spinmutex_names::{self as names, Stats};
+
+use crate::config::{self, Strategy};
 use crate::mutex::kind;
 
 /// Call-site frames kept per mutex: the caller of the lock function and three above it.
 pub const FRAMES: usize = 4;
 const PROBES: usize = 32;
-const DEFAULT_SLOTS: u64 = 4096;
 
 /// What the table knows of one mutex (or, for the totals, of all of them).
 #[repr(C, align(64))]
@@ -100,24 +101,10 @@ pub const FORWARDED: usize = 1;
 
 /// Reads SPINMUTEX_STATS and maps the table. False if statistics are off.
 pub fn init() -> bool {
-    match config::env(c"SPINMUTEX_STATS") {
-        None | Some(b"0") | Some(b"") => return false,
-        Some(b"1") | Some(b"text") | Some(b"json") => {}
-        Some(v) => {
-            config::warn_bad_value("SPINMUTEX_STATS", v, "0, 1, text, json", "0 (off)");
-            return false;
-        }
+    if config::read(&names::STATS, names::parse_stats, Stats::Off, true) == Stats::Off {
+        return false;
     }
-    let slots = match config::env(c"SPINMUTEX_STATS_SLOTS") {
-        None => DEFAULT_SLOTS,
-        Some(v) => match parse_count(v).filter(|n| (1..=1 << 20).contains(n)) {
-            Some(n) => n,
-            None => {
-                config::warn_bad_value("SPINMUTEX_STATS_SLOTS", v, "an integer 1..1048576", "4096");
-                DEFAULT_SLOTS
-            }
-        },
-    } as usize;
+    let slots = config::read(&names::STATS_SLOTS, names::parse_stats_slots, names::DEFAULT_STATS_SLOTS, true);
     let bytes = slots * core::mem::size_of::<Slot>();
     // SAFETY: a fresh private anonymous mapping; zeroed memory is a valid array of
     // empty slots (all-zero atomics).

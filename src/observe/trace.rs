@@ -20,6 +20,8 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::EnvFilter;
 
+use spinmutex_names::{self as names, Invalid, TraceFormat};
+
 use crate::config::{self, LineBuf};
 
 /// Where events go: the trace file, or standard error.
@@ -30,35 +32,25 @@ static JSON: AtomicBool = AtomicBool::new(false);
 
 /// Reads SPINMUTEX_TRACE, _FILE and _FORMAT and installs the subscriber. False if off.
 pub fn init() -> bool {
-    let Some(directive) = config::env(c"SPINMUTEX_TRACE") else { return false };
-    let parsed = core::str::from_utf8(directive)
-        .ok()
-        .filter(|text| !text.is_empty())
-        .and_then(|text| EnvFilter::builder().parse(text).ok());
+    let Some(directive) = config::env(names::TRACE.cname) else { return false };
+    let parsed = names::parse_trace(directive).ok().and_then(|text| EnvFilter::builder().parse(text).ok());
     let Some(filter) = parsed else {
-        config::warn_bad_value(
-            "SPINMUTEX_TRACE",
-            directive,
-            "an EnvFilter directive such as debug or spinmutex=trace",
-            "off",
-        );
+        config::warn_invalid(Invalid(&names::TRACE), directive);
         return false;
     };
-    match config::env(c"SPINMUTEX_TRACE_FORMAT") {
-        None | Some(b"text") => {}
-        Some(b"json") => JSON.store(true, Relaxed),
-        Some(v) => config::warn_bad_value("SPINMUTEX_TRACE_FORMAT", v, "text, json", "text"),
-    }
-    if let Some(path) = config::env(c"SPINMUTEX_TRACE_FILE") {
-        let opened = CString::new(path).ok().and_then(|p| Some((open_append(&p)?, p)));
+    let format = config::read(&names::TRACE_FORMAT, names::parse_trace_format, TraceFormat::Text, true);
+    JSON.store(format == TraceFormat::Json, Relaxed);
+    if let Some(path) = config::env(names::TRACE_FILE.cname) {
+        let opened = names::parse_trace_file(path)
+            .ok()
+            .and_then(|p| CString::new(p).ok())
+            .and_then(|p| Some((open_append(&p)?, p)));
         match opened {
             Some((fd, path)) => {
                 FD.store(fd, Relaxed);
                 let _ = PATH.set(path);
             }
-            None => {
-                config::warn_bad_value("SPINMUTEX_TRACE_FILE", path, "a writable file path", "standard error")
-            }
+            None => config::warn_invalid(Invalid(&names::TRACE_FILE), path),
         }
     }
     let subscriber = tracing_subscriber::registry().with(filter).with(LineWriter);
