@@ -5,19 +5,12 @@
 
 mod common;
 
-use common::{c_test, preloaded, run_bounded, Outcome, STRATEGIES};
-use std::path::PathBuf;
-use std::process::Command;
+use common::harness::{tests, Suite};
+use common::{c_test, preloaded, run_bounded, scratch, Outcome, STRATEGIES};
+use std::path::Path;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("spinmutex-observe-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn run(program: &str, args: &[&str], strategy: &str, env: &[(&str, &str)]) -> Outcome {
     let mut cmd = preloaded(c_test(program), Some(strategy));
@@ -30,24 +23,20 @@ fn run(program: &str, args: &[&str], strategy: &str, env: &[(&str, &str)]) -> Ou
     out
 }
 
-/// Every line must parse as JSON; python3's parser is the referee.
-fn assert_json_lines(path: &PathBuf) {
-    let script = "import json,sys\nn=0\nfor line in open(sys.argv[1]):\n    json.loads(line); n+=1\nprint(n)";
-    let out =
-        Command::new("python3").args(["-c", script]).arg(path).env_remove("LD_PRELOAD").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{} is not JSON lines: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// Every line must parse as one JSON value.
+fn assert_json_lines(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    for (i, line) in text.lines().enumerate() {
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(line) {
+            panic!("{} line {}: not JSON ({e}): {line}", path.display(), i + 1);
+        }
+    }
 }
 
-#[test]
 fn contended_program_yields_every_decision_event() {
     for strategy in ["spin", "futex"] {
-        let dir = scratch(&format!("events-{strategy}"));
-        let trace = dir.join("trace.json");
+        let dir = scratch();
+        let trace = dir.path().join("trace.json");
         run(
             "observe_hot",
             &[],
@@ -74,17 +63,15 @@ fn contended_program_yields_every_decision_event() {
                 assert!(line.contains(key), "acquired event without {key}: {line}");
             }
         }
-        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
 /// SPINMUTEX_FAIR=1: a thread that finds others asleep on the mutex does not spin (the
 /// trace says why); without it, the same program never gives that reason.
-#[test]
 fn fair_setting_stops_spinning_past_sleepers() {
     for fair in ["1", "0"] {
-        let dir = scratch(&format!("fair-{fair}"));
-        let trace = dir.join("trace.json");
+        let dir = scratch();
+        let trace = dir.path().join("trace.json");
         // 16 threads on 4 mutexes for 300 ms: threads sleep on every mutex.
         run(
             "stress",
@@ -108,14 +95,12 @@ fn fair_setting_stops_spinning_past_sleepers() {
         } else {
             assert_eq!(refusals, 0, "SPINMUTEX_FAIR=0 refused to spin for sleepers");
         }
-        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
-#[test]
 fn forwarded_contention_is_traced_under_glibc() {
-    let dir = scratch("forward");
-    let trace = dir.join("trace.txt");
+    let dir = scratch();
+    let trace = dir.path().join("trace.txt");
     run(
         "observe_hot",
         &[],
@@ -124,14 +109,12 @@ fn forwarded_contention_is_traced_under_glibc() {
     );
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(text.contains("event=forward"), "no forward events:\n{}", &text[..text.len().min(2000)]);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
 fn uncontended_program_yields_no_event() {
     for strategy in STRATEGIES {
-        let dir = scratch(&format!("quiet-{strategy}"));
-        let trace = dir.join("trace");
+        let dir = scratch();
+        let trace = dir.path().join("trace");
         run(
             "observe_quiet",
             &[],
@@ -140,11 +123,9 @@ fn uncontended_program_yields_no_event() {
         );
         let text = std::fs::read_to_string(&trace).unwrap_or_default();
         assert!(text.is_empty(), "{strategy}: uncontended run traced:\n{text}");
-        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
-#[test]
 fn report_names_the_hot_mutex_and_its_function() {
     for strategy in STRATEGIES {
         let out = run("observe_hot", &[], strategy, &[("SPINMUTEX_STATS", "1")]);
@@ -159,10 +140,9 @@ fn report_names_the_hot_mutex_and_its_function() {
     }
 }
 
-#[test]
 fn json_report_parses() {
-    let dir = scratch("json-report");
-    let file = dir.join("stats.json");
+    let dir = scratch();
+    let file = dir.path().join("stats.json");
     run(
         "observe_hot",
         &[],
@@ -172,13 +152,11 @@ fn json_report_parses() {
     assert_json_lines(&file);
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("\"contended\":") && text.contains("hot_worker"), "{text}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
 fn forked_child_writes_its_own_trace_file() {
-    let dir = scratch("fork");
-    let trace = dir.join("trace.json");
+    let dir = scratch();
+    let trace = dir.path().join("trace.json");
     run(
         "observe_hot",
         &["fork"],
@@ -189,7 +167,7 @@ fn forked_child_writes_its_own_trace_file() {
             ("SPINMUTEX_TRACE_FILE", trace.to_str().unwrap()),
         ],
     );
-    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
     let child = files
         .iter()
         .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("trace.json."))
@@ -201,10 +179,8 @@ fn forked_child_writes_its_own_trace_file() {
     assert!(child_text.contains(&format!("\"pid\":{child_pid},")), "child file holds other pids");
     assert!(!parent_pid.contains(&format!("\"pid\":{child_pid},")), "child wrote into the parent's file");
     assert_json_lines(child);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
 fn full_side_table_keeps_running_and_reports_overflow() {
     let out =
         run("observe_hot", &["many"], "spin", &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "8")]);
@@ -212,7 +188,6 @@ fn full_side_table_keeps_running_and_reports_overflow() {
     assert!(out.stderr.contains("side table full"), "no overflow line:\n{}", out.stderr);
 }
 
-#[test]
 fn bad_trace_directive_gives_one_line_and_the_program_runs() {
     let out = run("observe_quiet", &[], "spin", &[("SPINMUTEX_TRACE", "spinmutex=loud")]);
     let lines: Vec<_> = out.stderr.lines().collect();
@@ -221,12 +196,11 @@ fn bad_trace_directive_gives_one_line_and_the_program_runs() {
     assert_eq!(out.stdout, "total 100000\n");
 }
 
-#[test]
 fn statistics_and_tracing_never_change_the_output() {
     let baseline = run_bounded(preloaded(c_test("observe_hot"), None), LIMIT);
     baseline.assert_success("observe_hot without preload");
-    let dir = scratch("same-output");
-    let trace = dir.join("t");
+    let dir = scratch();
+    let trace = dir.path().join("t");
     for strategy in STRATEGIES {
         for env in [
             vec![("SPINMUTEX_STATS", "1")],
@@ -237,5 +211,22 @@ fn statistics_and_tracing_never_change_the_output() {
             assert_eq!(out.stdout, baseline.stdout, "{strategy} {env:?} changed stdout");
         }
     }
-    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn main() -> std::process::ExitCode {
+    let mut suite = Suite::new();
+    tests!(
+        suite,
+        contended_program_yields_every_decision_event,
+        fair_setting_stops_spinning_past_sleepers,
+        forwarded_contention_is_traced_under_glibc,
+        uncontended_program_yields_no_event,
+        report_names_the_hot_mutex_and_its_function,
+        json_report_parses,
+        forked_child_writes_its_own_trace_file,
+        full_side_table_keeps_running_and_reports_overflow,
+        bad_trace_directive_gives_one_line_and_the_program_runs,
+        statistics_and_tracing_never_change_the_output,
+    );
+    suite.run()
 }

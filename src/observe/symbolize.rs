@@ -684,10 +684,9 @@ mod tests {
 
     #[test]
     fn rejects_what_is_not_elf() {
-        let path = std::env::temp_dir().join(format!("symbolize-not-elf-{}", std::process::id()));
-        std::fs::write(&path, b"#!/bin/sh\necho hi\n").unwrap();
-        let f = File::open(&path).unwrap();
+        use std::io::Write;
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(b"#!/bin/sh\necho hi\n").unwrap();
         assert!(read_elf(&f).is_none());
-        let _ = std::fs::remove_file(&path);
     }
 }
