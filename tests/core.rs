@@ -560,6 +560,28 @@ fn valid_settings_are_silent() {
     }
 }
 
+/// The load message goes only to the `spinmutex` command's pipe: a descriptor that is
+/// not that FIFO (the program's own stdout and stderr, which are pipes of another
+/// identity here, or a closed number) gets nothing, and a malformed value is ignored.
+fn load_message_goes_only_to_the_named_pipe() {
+    let path = program("hello_contended");
+    let expected = baseline_stdout(&path, &[]);
+    for value in ["fd=1,dev=1,ino=1", "fd=2,dev=0,ino=0", "fd=99,dev=1,ino=1", "fd=1", "garbage"] {
+        under_every_strategy(
+            &format!("hello_contended with SPINMUTEX_HANDSHAKE={value}"),
+            |strategy| {
+                let mut cmd = preloaded(&path, Some(strategy));
+                cmd.env("SPINMUTEX_HANDSHAKE", value);
+                cmd
+            },
+            |_, o| {
+                (o.stdout != expected || !o.stderr.is_empty())
+                    .then(|| "the program's output changed".to_string())
+            },
+        );
+    }
+}
+
 /// Statistics and tracing report on stderr (or a file), never on the program's stdout.
 fn observability_leaves_stdout_alone() {
     let path = program("ctor_dtor");
@@ -773,6 +795,7 @@ fn main() -> std::process::ExitCode {
         other_bad_settings_give_one_stderr_line,
         bad_setting_warned_when_locking_starts_before_libc_init,
         valid_settings_are_silent,
+        load_message_goes_only_to_the_named_pipe,
         observability_leaves_stdout_alone,
         old_symbol_versions,
     );
