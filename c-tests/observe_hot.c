@@ -1,12 +1,19 @@
 /* A hot mutex, locked by hot_worker() from several threads, and a cold one locked
  * once per thread; optionally forks a child that contends too (argument "fork"), and
  * optionally uses many distinct mutexes (argument "many") to fill a small side table.
- * Prints a deterministic summary on stdout. */
+ * Prints a deterministic summary on stdout.
+ *
+ * Contention is forced, not hoped for: contend() holds the hot mutex while it starts
+ * the workers and releases it only once one of them sleeps on it (the lock word reads
+ * 2, which glibc and every strategy of the library write before sleeping), so each run
+ * has contended acquisitions, sleeps and wakes in hot_worker() however busy the
+ * machine is. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define THREADS 4
@@ -30,11 +37,26 @@ __attribute__((noinline)) static void *hot_worker(void *arg) {
     return NULL;
 }
 
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits (at most 30 s) until a thread sleeps on `m`, which the caller holds. */
+static void wait_for_a_sleeper(pthread_mutex_t *m) {
+    for (int i = 0; i < 30000 && __atomic_load_n(&m->__data.__lock, __ATOMIC_ACQUIRE) != 2; i++)
+        sleep_ms(1);
+    sleep_ms(2); /* from writing 2 to the futex wait itself */
+}
+
 static long contend(void) {
     pthread_t t[THREADS];
     counter = 0;
+    pthread_mutex_lock(&hot);
     for (int i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, hot_worker, NULL);
+    wait_for_a_sleeper(&hot);
+    pthread_mutex_unlock(&hot);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
     return counter;

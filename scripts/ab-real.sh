@@ -128,12 +128,14 @@ def ms(x):
 def pct(x):
     return "-" if x is None else "%.1f%%" % x
 
-def ratio(s):
-    if s.get("ratio_to_first") is None:
-        return "(baseline)"
-    lo, hi = s["ratio_ci95"]
-    sig = "significant" if s["significant"] else "not significant"
-    return "%.3f [%.3f, %.3f], p = %.3f, %s" % (s["ratio_to_first"], lo, hi, s["p_value"], sig)
+def ratio(d, key, strategy):
+    c = [c for c in d["comparisons"][key] if c["strategy"] == strategy and c["baseline"] == "glibc"]
+    if not c or c[0]["ratio"] is None:
+        return "(baseline)" if strategy == "glibc" else "-"
+    c = c[0]
+    ci = "[%.3f, %.3f]" % tuple(c["ratio_ci95"]) if c["ratio_ci95"] else "[unbounded]"
+    sig = "significant" if c["significant"] else "not significant"
+    return "%.3f %s, p = %.3f, %s" % (c["ratio"], ci, c["p_value"], sig)
 
 lines = []
 w = lines.append
@@ -165,7 +167,8 @@ for name, desc, path in cases:
     for wall, cpu in zip(summary["wall_s"], summary["cpu_s"]):
         w("| %s | %d/%s | %s | %s | %s | %s | %s | %s | %s |" % (
             wall["strategy"], wall["n"], runs, ms(wall["median"]), ms(wall["mean"]), pct(wall["stddev_pct"]),
-            ratio(wall), ms(cpu["median"]), pct(cpu["stddev_pct"]), ratio(cpu)))
+            ratio(d, "wall_s", wall["strategy"]), ms(cpu["median"]), pct(cpu["stddev_pct"]),
+            ratio(d, "cpu_s", cpu["strategy"])))
     w("")
     if failed:
         w("Failed runs (left out): " + "; ".join("%s run %s: %s" % (r["strategy"], r["run"], r["error"]) for r in failed))

@@ -10,22 +10,18 @@ use core::fmt::{self, Write};
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
 
-pub use crate::strategy::Strategy;
+pub use spinmutex_names::Strategy;
+use spinmutex_names::{self as names, Invalid, Setting};
 
-const DEFAULT_STRATEGY: Strategy = Strategy::Spin;
-/// About one futex sleep-and-wake round trip: spinning longer cannot pay.
-const DEFAULT_SPIN_LIMIT_NS: u64 = 8_000;
-const DEFAULT_HANDOFF_AFTER: u32 = 2;
-const DEFAULT_HANDOFF_WAIT_NS: u64 = 1_000_000;
 /// Until the constructor measures it: a typical `pause` on current x86 parts.
 const DEFAULT_PAUSE_PS: u32 = 30_000;
 
 static STRATEGY: AtomicU8 = AtomicU8::new(0);
-static SPIN_LIMIT_NS: AtomicU64 = AtomicU64::new(DEFAULT_SPIN_LIMIT_NS);
+static SPIN_LIMIT_NS: AtomicU64 = AtomicU64::new(names::DEFAULT_SPIN_LIMIT.to_ns(DEFAULT_PAUSE_PS));
 static SPIN_LIMIT_ITERS: AtomicU32 = AtomicU32::new(0);
 static MAX_SPINNERS: AtomicU32 = AtomicU32::new(0);
-static HANDOFF_AFTER: AtomicU32 = AtomicU32::new(DEFAULT_HANDOFF_AFTER);
-static HANDOFF_WAIT_NS: AtomicU64 = AtomicU64::new(DEFAULT_HANDOFF_WAIT_NS);
+static HANDOFF_AFTER: AtomicU32 = AtomicU32::new(names::DEFAULT_HANDOFF_AFTER);
+static HANDOFF_WAIT_NS: AtomicU64 = AtomicU64::new(names::DEFAULT_HANDOFF_WAIT_NS);
 static FAIR: AtomicBool = AtomicBool::new(false);
 static PAUSE_PS: AtomicU32 = AtomicU32::new(DEFAULT_PAUSE_PS);
 /// Set by the one thread that reads the environment with warnings on.
@@ -62,6 +58,17 @@ pub fn fast_path_off() -> u32 {
 /// Statistics are on: every acquisition goes through the general path.
 pub fn watch_every_acquisition() {
     FAST_PATH_OFF.fetch_or(WATCHED, Relaxed);
+}
+
+/// What the strategy in force does.
+#[inline]
+pub fn row() -> &'static crate::strategy::Row {
+    crate::strategy::row(strategy())
+}
+
+/// The spin limit as set, in nanoseconds (whatever the strategy).
+pub fn spin_limit_ns() -> u64 {
+    SPIN_LIMIT_NS.load(Relaxed)
 }
 
 /// Most `pause` iterations one acquisition may spin (0 under `futex`).
@@ -129,7 +136,7 @@ extern "C" {
 #[cold]
 fn load(reading: Reading) -> Strategy {
     if LOADING.swap(true, Acquire) {
-        return DEFAULT_STRATEGY;
+        return names::DEFAULT_STRATEGY;
     }
     let strategy = read_environment(reading);
     LOADING.store(false, Release);
@@ -142,87 +149,17 @@ fn read_environment(reading: Reading) -> Strategy {
     // SAFETY: reads the pointer glibc keeps; a torn read is impossible for a pointer.
     let have_environment = unsafe { !core::ptr::addr_of!(environ).read_volatile().is_null() };
     let warn = have_environment && !WARNED.swap(true, Relaxed);
-    let report = |var: &str, value: &[u8], accepted: &str, default: &str| {
-        if warn {
-            warn_bad_value(var, value, accepted, default);
-        }
-    };
-
-    let strategy = match env(c"SPINMUTEX_STRATEGY") {
-        None => DEFAULT_STRATEGY,
-        Some(v) => Strategy::named(v).unwrap_or_else(|| {
-            report("SPINMUTEX_STRATEGY", v, Strategy::NAMES, DEFAULT_STRATEGY.name());
-            DEFAULT_STRATEGY
-        }),
-    };
-
+    let strategy = read(&names::STRATEGY, names::parse_strategy, names::DEFAULT_STRATEGY, warn);
     // The spin limit is kept in nanoseconds; an iteration count is converted with the
     // pause cost measured at load, so both spellings mean the same thing later.
-    let limit_ns = match env(c"SPINMUTEX_SPIN_LIMIT") {
-        None => DEFAULT_SPIN_LIMIT_NS,
-        Some(v) => match parse_count(v).filter(|&n| n <= 1_000_000) {
-            Some(iters) => iters * u64::from(pause_ps()) / 1000,
-            None => match parse_duration(v).filter(|&ns| ns <= 1_000_000_000) {
-                Some(ns) => ns,
-                None => {
-                    report(
-                        "SPINMUTEX_SPIN_LIMIT",
-                        v,
-                        "an iteration count 0..1000000, or a duration up to 1s in ns, us, ms or s such as 5us",
-                        "8us",
-                    );
-                    DEFAULT_SPIN_LIMIT_NS
-                }
-            },
-        },
-    };
-
-    let spinners = match env(c"SPINMUTEX_MAX_SPINNERS") {
-        None => 0,
-        Some(v) => match parse_count(v).filter(|&n| n <= 1024) {
-            Some(n) => n as u32,
-            None => {
-                report("SPINMUTEX_MAX_SPINNERS", v, "an integer 0..1024 (0: no cap)", "0 (no cap)");
-                0
-            }
-        },
-    };
-
-    let handoff_after = match env(c"SPINMUTEX_HANDOFF_AFTER") {
-        None => DEFAULT_HANDOFF_AFTER,
-        Some(v) => match parse_count(v).filter(|&n| n <= 1000) {
-            Some(n) => n as u32,
-            None => {
-                report("SPINMUTEX_HANDOFF_AFTER", v, "an integer 0..1000 (0: never)", "2");
-                DEFAULT_HANDOFF_AFTER
-            }
-        },
-    };
-
-    let handoff_wait = match env(c"SPINMUTEX_HANDOFF_WAIT") {
-        None => DEFAULT_HANDOFF_WAIT_NS,
-        Some(v) => match parse_duration(v).filter(|&ns| ns <= 10_000_000_000) {
-            Some(ns) => ns,
-            None => {
-                report(
-                    "SPINMUTEX_HANDOFF_WAIT",
-                    v,
-                    "0 (no time bound) or a duration up to 10s in ns, us, ms or s such as 500us",
-                    "1ms",
-                );
-                DEFAULT_HANDOFF_WAIT_NS
-            }
-        },
-    };
-
-    let fair = match env(c"SPINMUTEX_FAIR") {
-        None | Some(b"0") => false,
-        Some(b"1") => true,
-        Some(v) => {
-            report("SPINMUTEX_FAIR", v, "0 or 1", "0");
-            false
-        }
-    };
+    let limit_ns =
+        read(&names::SPIN_LIMIT, names::parse_spin_limit, names::DEFAULT_SPIN_LIMIT, warn).to_ns(pause_ps());
+    let spinners = read(&names::MAX_SPINNERS, names::parse_max_spinners, names::DEFAULT_MAX_SPINNERS, warn);
+    let handoff_after =
+        read(&names::HANDOFF_AFTER, names::parse_handoff_after, names::DEFAULT_HANDOFF_AFTER, warn);
+    let handoff_wait =
+        read(&names::HANDOFF_WAIT, names::parse_handoff_wait, names::DEFAULT_HANDOFF_WAIT_NS, warn);
+    let fair = read(&names::FAIR, names::parse_fair, false, warn);
 
     // Under a tool that watches locks through glibc's functions, serving them would hide
     // them from it (see `tools`).
@@ -252,7 +189,7 @@ fn read_environment(reading: Reading) -> Strategy {
     HANDOFF_WAIT_NS.store(handoff_wait, Relaxed);
     FAIR.store(fair, Relaxed);
     STRATEGY.store(strategy as u8, Release);
-    let row = strategy.row();
+    let row = crate::strategy::row(strategy);
     let other = if row.serves && !row.priority_inheritance { 0 } else { OTHER_STRATEGY };
     let watched = FAST_PATH_OFF.load(Relaxed) & WATCHED;
     FAST_PATH_OFF.store(other | watched, Release);
@@ -260,7 +197,7 @@ fn read_environment(reading: Reading) -> Strategy {
 }
 
 fn publish_spin_limit(strategy: Strategy) {
-    let iters = match strategy.row().spins {
+    let iters = match crate::strategy::row(strategy).spins {
         true => SPIN_LIMIT_NS.load(Relaxed) * 1000 / u64::from(pause_ps().max(1)),
         false => 0,
     };
@@ -293,30 +230,23 @@ pub fn env(name: &CStr) -> Option<&'static [u8]> {
     }
 }
 
-/// A decimal integer with no sign or unit.
-pub fn parse_count(text: &[u8]) -> Option<u64> {
-    if text.is_empty() || text.len() > 19 || !text.iter().all(u8::is_ascii_digit) {
-        return None;
+/// The value of `setting` parsed by `parse`; `default` when it is unset, and when it is
+/// not valid, after one line on standard error if `warn`.
+pub fn read<T>(
+    setting: &'static Setting,
+    parse: impl Fn(&'static [u8]) -> Result<T, Invalid>,
+    default: T,
+    warn: bool,
+) -> T {
+    match env(setting.cname) {
+        None => default,
+        Some(value) => parse(value).unwrap_or_else(|invalid| {
+            if warn {
+                warn_invalid(invalid, value);
+            }
+            default
+        }),
     }
-    Some(text.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
-}
-
-/// A duration in nanoseconds: a decimal integer followed by `ns`, `us`, `ms` or `s`;
-/// a bare `0` is also accepted.
-pub fn parse_duration(text: &[u8]) -> Option<u64> {
-    if text == b"0" {
-        return Some(0);
-    }
-    let digits = text.iter().take_while(|c| c.is_ascii_digit()).count();
-    let number = parse_count(&text[..digits])?;
-    let scale = match &text[digits..] {
-        b"ns" => 1,
-        b"us" => 1_000,
-        b"ms" => 1_000_000,
-        b"s" => 1_000_000_000,
-        _ => return None,
-    };
-    number.checked_mul(scale)
 }
 
 /// One line on standard error: `spinmutex: ` and `what`.
@@ -327,12 +257,13 @@ pub fn note(what: fmt::Arguments<'_>) {
 }
 
 /// The one line a bad setting earns: names the variable, the value and what is accepted.
-pub fn warn_bad_value(var: &str, value: &[u8], accepted: &str, default: &str) {
+pub fn warn_invalid(Invalid(setting): Invalid, value: &[u8]) {
     let mut line: LineBuf = LineBuf::new();
     let shown = core::str::from_utf8(value).unwrap_or("<not UTF-8>");
     let _ = writeln!(
         line,
-        "spinmutex: {var}={shown:?} is not valid (accepted: {accepted}); using the default, {default}"
+        "spinmutex: {}={shown:?} is not valid (accepted: {}); using the default, {}",
+        setting.name, setting.accepted, setting.default
     );
     crate::sys::write_stderr(line.as_bytes());
 }
@@ -411,29 +342,6 @@ impl<const N: usize> Write for LineBuf<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts() {
-        assert_eq!(parse_count(b"0"), Some(0));
-        assert_eq!(parse_count(b"200"), Some(200));
-        assert_eq!(parse_count(b""), None);
-        assert_eq!(parse_count(b"-1"), None);
-        assert_eq!(parse_count(b"5us"), None);
-        assert_eq!(parse_count(b"99999999999999999999"), None);
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration(b"0"), Some(0));
-        assert_eq!(parse_duration(b"250ns"), Some(250));
-        assert_eq!(parse_duration(b"5us"), Some(5_000));
-        assert_eq!(parse_duration(b"2ms"), Some(2_000_000));
-        assert_eq!(parse_duration(b"1s"), Some(1_000_000_000));
-        assert_eq!(parse_duration(b"5"), None);
-        assert_eq!(parse_duration(b"us"), None);
-        assert_eq!(parse_duration(b"5 us"), None);
-        assert_eq!(parse_duration(b"5h"), None);
-    }
 
     #[test]
     fn line_buffer_formats_numbers_by_hand() {

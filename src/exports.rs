@@ -12,7 +12,7 @@ use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
 use crate::lock::{self, served};
 use crate::mutex::RawMutex;
 use crate::sys::{self, Deadline};
-use crate::{config, observe, real, thread, unlock};
+use crate::{config, handshake, observe, real, thread, unlock};
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn pthread_mutex_consistent(m: *mut pthread_mutex_t) -> c_
 /// A mutex `init` just made: converted for a strategy with its own protocol (its first
 /// moment, when no other thread can know it), and counted by the statistics.
 pub fn made(m: *mut pthread_mutex_t) {
-    if config::strategy().row().priority_inheritance {
+    if config::row().priority_inheritance {
         // SAFETY: the mutex glibc just initialised.
         crate::pi::convert_new(unsafe { RawMutex::from_ptr(m) });
     }
@@ -229,11 +229,12 @@ alias! {
 extern "C" fn constructor() {
     thread::init();
     config::init();
-    if config::strategy().row().priority_inheritance {
+    if config::row().priority_inheritance {
         crate::pi::init();
     }
     real::resolve_all();
     observe::init();
+    handshake::announce();
 }
 
 /// Runs at exit. Every entry point keeps working after this.

@@ -2,20 +2,24 @@
 //! pthread and C11 mutexes with a strategy chosen from the environment at load time.
 //!
 //! The mutex's own 40 bytes are the lock, in glibc's layout and protocol (see
-//! [`mutex`]); strategies differ only in how a thread waits for a busy lock
-//! ([`spin`]). What this library does not serve is forwarded to glibc ([`real`]).
+//! [`mutex`]); strategies differ in how a thread waits for a busy lock ([`strategy`]:
+//! [`spin`], or the kernel's priority-inheritance futex, [`pi`]). What this library does
+//! not serve is forwarded to glibc ([`real`]).
 //!
 //! Module map: `exports` and `c11` are the C entry points (`cond` the condition-variable
-//! waits, observed and forwarded); `lock` and `unlock` apply
-//! glibc's per-type rules; `mutex` is the protocol on the bytes; `spin` the spinning
-//! policy; `config` the environment; `thread` the caller's ids; `sys` the system calls;
-//! `real` glibc's own functions; `observe` tracing and statistics; `tools` the lock
-//! watchers (helgrind, drd, ThreadSanitizer) for which the library steps aside.
+//! waits, observed and forwarded); `lock` and `unlock` apply glibc's per-type rules;
+//! `mutex` is the protocol on the bytes; `strategy` what each strategy does, `spin` the
+//! spinning policy and `pi` the `kernel` strategy's protocol; `config` the environment;
+//! `handshake` the load message to the `spinmutex` command; `thread` the caller's ids;
+//! `sys` the system calls; `real` glibc's own functions; `observe` tracing and
+//! statistics; `tools` the lock watchers (helgrind, drd, ThreadSanitizer) for which the
+//! library steps aside.
 
 mod c11;
 mod cond;
 mod config;
 mod exports;
+mod handshake;
 mod lock;
 mod mutex;
 mod observe;

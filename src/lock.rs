@@ -17,7 +17,7 @@ pub fn served<'a>(m: *mut pthread_mutex_t) -> Option<&'a RawMutex> {
     // SAFETY: the caller passes the application's mutex pointer, which POSIX requires to
     // point to a mutex.
     let mutex = unsafe { RawMutex::from_ptr(m) };
-    let row = config::strategy().row();
+    let row = config::row();
     let ours = if row.priority_inheritance { kind::SERVED | kind::PRIO_INHERIT } else { kind::SERVED };
     (row.serves && mutex.kind() & !ours == 0).then_some(mutex)
 }
@@ -27,7 +27,7 @@ pub fn served<'a>(m: *mut pthread_mutex_t) -> Option<&'a RawMutex> {
 /// locked with glibc's word although the strategy converts mutexes (see pi.rs).
 #[inline]
 fn protocol(m: &RawMutex) -> Option<Protocol> {
-    if config::strategy().row().priority_inheritance {
+    if config::row().priority_inheritance {
         pi::protocol(m)
     } else {
         Some(Protocol::Word)
@@ -38,7 +38,7 @@ fn protocol(m: &RawMutex) -> Option<Protocol> {
 /// no frame of its own stands under the waiting code: see tests/host.rs on stack use.)
 #[inline(always)]
 pub fn lock(m: &RawMutex, deadline: Option<&Deadline>) -> c_int {
-    if config::strategy().row().priority_inheritance {
+    if config::row().priority_inheritance {
         lock_converting(m, deadline)
     } else {
         lock_word(m, deadline)

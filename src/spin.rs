@@ -32,7 +32,7 @@ static HANDOFF_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 /// Pause iterations this acquisition may spin; 0 means sleep at once.
 #[inline]
 pub fn budget(m: &RawMutex) -> u32 {
-    if !config::strategy().row().spins {
+    if !config::row().spins {
         return 0;
     }
     (2 * m.spin_estimate() + FLOOR).min(config::spin_limit())
@@ -52,7 +52,7 @@ pub fn learn(m: &RawMutex, won_after: Option<u32>) {
 /// Lost wake-ups after which a sleeper asks for the lock to be handed over; 0 if
 /// handoffs are off (other strategies, `SPINMUTEX_HANDOFF_AFTER=0`, old kernels).
 pub fn handoff_after() -> u32 {
-    if !config::strategy().row().hands_off || HANDOFF_UNAVAILABLE.load(Relaxed) {
+    if !config::row().hands_off || HANDOFF_UNAVAILABLE.load(Relaxed) {
         return 0;
     }
     config::handoff_after()

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::harness::{tests, Need, Suite};
+
 use common::{c_test, lib_path, preloaded, run_bounded, Outcome, STRATEGIES};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,7 +118,6 @@ fn baseline_stdout(path: &Path, args: &[&str]) -> String {
 // ---------------------------------------------------------------------------------
 // Baseline: glibc alone.
 
-#[test]
 fn baseline_every_program_passes_without_preload() {
     let mut failures = Vec::new();
     for (name, args) in PROGRAMS {
@@ -138,42 +139,34 @@ fn baseline_every_program_passes_without_preload() {
 // ---------------------------------------------------------------------------------
 // Mutual exclusion, per type and initialisation path.
 
-#[test]
 fn exclusion_static_normal() {
     c_program("mutex_exclusion", &["static-normal"]);
 }
 
-#[test]
 fn exclusion_static_recursive() {
     c_program("mutex_exclusion", &["static-recursive"]);
 }
 
-#[test]
 fn exclusion_static_errorcheck() {
     c_program("mutex_exclusion", &["static-errorcheck"]);
 }
 
-#[test]
 fn exclusion_static_adaptive() {
     c_program("mutex_exclusion", &["static-adaptive"]);
 }
 
-#[test]
 fn exclusion_init_default() {
     c_program("mutex_exclusion", &["init-null", "init-default", "init-normal"]);
 }
 
-#[test]
 fn exclusion_init_recursive() {
     c_program("mutex_exclusion", &["init-recursive"]);
 }
 
-#[test]
 fn exclusion_init_errorcheck() {
     c_program("mutex_exclusion", &["init-errorcheck"]);
 }
 
-#[test]
 fn exclusion_init_adaptive() {
     c_program("mutex_exclusion", &["init-adaptive"]);
 }
@@ -181,52 +174,42 @@ fn exclusion_init_adaptive() {
 // ---------------------------------------------------------------------------------
 // Error codes and trylock.
 
-#[test]
 fn error_ebusy() {
     c_program("mutex_errors", &["busy"]);
 }
 
-#[test]
 fn error_edeadlk() {
     c_program("mutex_errors", &["deadlk"]);
 }
 
-#[test]
 fn error_eperm() {
     c_program("mutex_errors", &["perm"]);
 }
 
-#[test]
 fn error_eagain_recursion_overflow() {
     c_program("mutex_errors", &["eagain"]);
 }
 
-#[test]
 fn error_einval_bad_timespec_only_when_blocking() {
     c_program("mutex_errors", &["timespec"]);
 }
 
-#[test]
 fn error_einval_unsupported_clock() {
     c_program("mutex_errors", &["clock"]);
 }
 
-#[test]
 fn error_etimedout_and_past_deadlines() {
     c_program("mutex_errors", &["timeout"]);
 }
 
-#[test]
 fn error_einval_destroyed_mutex() {
     c_program("mutex_errors", &["destroyed"]);
 }
 
-#[test]
 fn trylock_every_type() {
     c_program("mutex_errors", &["trylock"]);
 }
 
-#[test]
 fn timedlock_and_clocklock_timeouts_on_both_clocks() {
     c_program("mutex_timed", &[]);
 }
@@ -234,22 +217,18 @@ fn timedlock_and_clocklock_timeouts_on_both_clocks() {
 // ---------------------------------------------------------------------------------
 // Condition variables.
 
-#[test]
 fn condvar_producer_consumer() {
     c_program("cond_prodcons", &[]);
 }
 
-#[test]
 fn condvar_broadcast_many_waiters() {
     c_program("cond_broadcast", &[]);
 }
 
-#[test]
 fn condvar_timed_waits_on_both_clocks() {
     c_program("cond_timed", &[]);
 }
 
-#[test]
 fn condvar_wait_cancellation() {
     c_program("cond_cancel", &[]);
 }
@@ -257,12 +236,10 @@ fn condvar_wait_cancellation() {
 // ---------------------------------------------------------------------------------
 // C11 and C++.
 
-#[test]
 fn c11_mtx_and_cnd() {
     c_program("c11_threads", &[]);
 }
 
-#[test]
 fn cxx_std_mutexes_and_condition_variable() {
     c_program("cxx_mutex", &[]);
 }
@@ -270,7 +247,6 @@ fn cxx_std_mutexes_and_condition_variable() {
 // ---------------------------------------------------------------------------------
 // Processes.
 
-#[test]
 fn fork_while_contended() {
     c_program("fork_contended", &["fork", "atfork"]);
 }
@@ -278,7 +254,6 @@ fn fork_while_contended() {
 /// `_Fork` (glibc 2.34) runs no atfork handlers, so a child made with it must not rely
 /// on one to learn its new thread and process ids. Also with eager handoffs, where the
 /// parent's sleepers leave requests in the mutex the child inherits locked.
-#[test]
 fn fork_without_atfork_handlers() {
     c_program("fork_contended", &["_Fork"]);
     with_settings(
@@ -287,12 +262,10 @@ fn fork_without_atfork_handlers() {
     );
 }
 
-#[test]
 fn process_shared_mutex_and_condvar() {
     c_program("pshared", &[]);
 }
 
-#[test]
 fn robust_owner_death() {
     c_program("robust", &[]);
 }
@@ -300,7 +273,6 @@ fn robust_owner_death() {
 // ---------------------------------------------------------------------------------
 // Lifetimes.
 
-#[test]
 fn locks_in_constructor_atexit_and_destructor() {
     let path = program("ctor_dtor");
     let expected = "preinit ok\nctor ok\nmain ok\natexit ok\ndtor ok\n";
@@ -312,27 +284,22 @@ fn locks_in_constructor_atexit_and_destructor() {
     );
 }
 
-#[test]
 fn locks_while_threads_exit() {
     c_program("thread_exit_locks", &[]);
 }
 
-#[test]
 fn process_exits_while_threads_lock() {
     c_program("exit_while_locking", &[]);
 }
 
-#[test]
 fn signals_interrupting_blocked_lockers() {
     c_program("signals", &[]);
 }
 
-#[test]
 fn thousands_of_short_lived_threads() {
     c_program("many_threads", &[]);
 }
 
-#[test]
 fn mutex_memory_freed_without_destroy_and_reused() {
     c_program("reuse_memory", &[]);
 }
@@ -340,7 +307,6 @@ fn mutex_memory_freed_without_destroy_and_reused() {
 // ---------------------------------------------------------------------------------
 // Forwarded kinds.
 
-#[test]
 fn priority_inherit_and_protect_mutexes() {
     c_program("prio_mutex", &[]);
 }
@@ -348,12 +314,10 @@ fn priority_inherit_and_protect_mutexes() {
 // ---------------------------------------------------------------------------------
 // Fairness and stress.
 
-#[test]
 fn sleeping_thread_is_not_starved() {
     c_program("starvation", &["4", "1000", "50"]);
 }
 
-#[test]
 fn stress_mixed_lock_trylock_timedlock() {
     c_program("stress", &["8", "1000"]);
 }
@@ -383,7 +347,6 @@ fn with_settings(vars: &[(&str, &str)], programs: &[(&str, &[&str])]) {
 /// Handoffs requested at the first lost race and after 20 us: timed lockers that give up
 /// with a request pending, condvar relocks inside glibc, fork with requests from parent
 /// threads, and requests between processes.
-#[test]
 fn eager_handoff_settings() {
     with_settings(&[("SPINMUTEX_HANDOFF_AFTER", "1"), ("SPINMUTEX_HANDOFF_WAIT", "20us")], SLEEP_PATHS);
 }
@@ -403,7 +366,6 @@ const SLEEP_PATHS: &[(&str, &[&str])] = &[
 ];
 
 /// No spinning at all: every contended acquisition sleeps.
-#[test]
 fn no_spinning_settings() {
     with_settings(
         &[("SPINMUTEX_SPIN_LIMIT", "0")],
@@ -418,13 +380,11 @@ fn no_spinning_settings() {
 
 /// No spinning past sleepers: sleeper counts must stay balanced through timeouts,
 /// condvar relocks inside glibc, handoffs, fork and signals.
-#[test]
 fn fair_settings() {
     with_settings(&[("SPINMUTEX_FAIR", "1")], SLEEP_PATHS);
 }
 
 /// Long spins by many spinners, handoffs off: correctness must not depend on either.
-#[test]
 fn heavy_spinning_no_handoff_settings() {
     with_settings(
         &[
@@ -446,11 +406,9 @@ fn heavy_spinning_no_handoff_settings() {
 /// slow-path decision to a file: neither may change what the program sees. With
 /// statistics on, report_signal also makes the library print its report on SIGUSR2
 /// hundreds of times while threads contend.
-#[test]
 fn statistics_and_tracing_on() {
-    let dir = std::env::temp_dir().join(format!("spinmutex-core-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("create trace directory");
-    let trace = dir.join("trace.log");
+    let dir = common::scratch();
+    let trace = dir.path().join("trace.log");
     let trace = trace.to_str().expect("utf-8 temp path");
     let programs: &[(&str, &[&str])] = &[
         ("reuse_memory", &[]),
@@ -465,13 +423,11 @@ fn statistics_and_tracing_on() {
     ];
     with_settings(&[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_SLOTS", "4")], programs);
     with_settings(&[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FILE", trace)], programs);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---------------------------------------------------------------------------------
 // Real-world hosts: jemalloc co-preloaded, CPython.
 
-#[test]
 fn jemalloc_preloaded_alongside() {
     assert!(
         Path::new(JEMALLOC).exists(),
@@ -493,7 +449,6 @@ fn jemalloc_preloaded_alongside() {
     );
 }
 
-#[test]
 fn cpython_threads_same_output() {
     assert!(Path::new(PYTHON).exists(), "{PYTHON} is missing");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("c-tests/py_threads.py");
@@ -549,17 +504,14 @@ fn bad_setting_with(name: &str, var: &str, value: &str, accepted: &[&str]) {
     }
 }
 
-#[test]
 fn bad_strategy_gives_one_stderr_line() {
     bad_setting("SPINMUTEX_STRATEGY", "bogus", &["glibc", "futex", "spin"]);
 }
 
-#[test]
 fn bad_spin_limit_gives_one_stderr_line() {
     bad_setting("SPINMUTEX_SPIN_LIMIT", "abc", &["ns", "us", "ms"]);
 }
 
-#[test]
 fn other_bad_settings_give_one_stderr_line() {
     bad_setting("SPINMUTEX_MAX_SPINNERS", "zero", &[]);
     bad_setting("SPINMUTEX_HANDOFF_AFTER", "often", &[]);
@@ -569,13 +521,11 @@ fn other_bad_settings_give_one_stderr_line() {
 
 /// ctor_dtor locks mutexes from its `.preinit_array`, before libc has set up `environ`
 /// and before the library's constructor: the warning must still come, exactly once.
-#[test]
 fn bad_setting_warned_when_locking_starts_before_libc_init() {
     bad_setting_with("ctor_dtor", "SPINMUTEX_STRATEGY", "bogus", &["glibc", "futex", "spin"]);
     bad_setting_with("ctor_dtor", "SPINMUTEX_SPIN_LIMIT", "abc", &["ns", "us", "ms"]);
 }
 
-#[test]
 fn valid_settings_are_silent() {
     let path = program("hello_contended");
     let expected = baseline_stdout(&path, &[]);
@@ -610,8 +560,29 @@ fn valid_settings_are_silent() {
     }
 }
 
+/// The load message goes only to the `spinmutex` command's pipe: a descriptor that is
+/// not that FIFO (the program's own stdout and stderr, which are pipes of another
+/// identity here, or a closed number) gets nothing, and a malformed value is ignored.
+fn load_message_goes_only_to_the_named_pipe() {
+    let path = program("hello_contended");
+    let expected = baseline_stdout(&path, &[]);
+    for value in ["fd=1,dev=1,ino=1", "fd=2,dev=0,ino=0", "fd=99,dev=1,ino=1", "fd=1", "garbage"] {
+        under_every_strategy(
+            &format!("hello_contended with SPINMUTEX_HANDSHAKE={value}"),
+            |strategy| {
+                let mut cmd = preloaded(&path, Some(strategy));
+                cmd.env("SPINMUTEX_HANDSHAKE", value);
+                cmd
+            },
+            |_, o| {
+                (o.stdout != expected || !o.stderr.is_empty())
+                    .then(|| "the program's output changed".to_string())
+            },
+        );
+    }
+}
+
 /// Statistics and tracing report on stderr (or a file), never on the program's stdout.
-#[test]
 fn observability_leaves_stdout_alone() {
     let path = program("ctor_dtor");
     let expected = baseline_stdout(&path, &[]);
@@ -634,7 +605,6 @@ fn observability_leaves_stdout_alone() {
     }
 }
 
-#[test]
 fn old_symbol_versions() {
     c_program("old_symbols", &[]);
 }
@@ -684,7 +654,6 @@ fn bindings_to_library(mut cmd: Command, what: &str, exported: &[String]) -> Vec
     to_library
 }
 
-#[test]
 fn interposed_symbols_bind_to_the_library() {
     let exported = exported_mutex_symbols();
     assert!(exported.iter().any(|s| s == "pthread_mutex_lock"), "the library exports {exported:?}");
@@ -735,7 +704,6 @@ fn interposed_symbols_bind_to_the_library() {
     );
 }
 
-#[test]
 fn library_imports_no_mutex_or_condvar_symbol() {
     let lib = lib_path();
     let out =
@@ -761,4 +729,85 @@ fn library_imports_no_mutex_or_condvar_symbol() {
         "{} does not export pthread_mutex_lock",
         lib.display()
     );
+}
+
+fn main() -> std::process::ExitCode {
+    let mut suite = Suite::new();
+    tests!(
+        suite,
+        baseline_every_program_passes_without_preload,
+        exclusion_static_normal,
+        exclusion_static_recursive,
+        exclusion_static_errorcheck,
+        exclusion_static_adaptive,
+        exclusion_init_default,
+        exclusion_init_recursive,
+        exclusion_init_errorcheck,
+        exclusion_init_adaptive,
+        error_ebusy,
+        error_edeadlk,
+        error_eperm,
+        error_eagain_recursion_overflow,
+        error_einval_bad_timespec_only_when_blocking,
+        error_einval_unsupported_clock,
+        error_etimedout_and_past_deadlines,
+        error_einval_destroyed_mutex,
+        trylock_every_type,
+        timedlock_and_clocklock_timeouts_on_both_clocks,
+        condvar_producer_consumer,
+        condvar_broadcast_many_waiters,
+        condvar_timed_waits_on_both_clocks,
+        condvar_wait_cancellation,
+        c11_mtx_and_cnd,
+        cxx_std_mutexes_and_condition_variable,
+        fork_while_contended,
+        fork_without_atfork_handlers,
+        process_shared_mutex_and_condvar,
+        robust_owner_death,
+        locks_in_constructor_atexit_and_destructor,
+        locks_while_threads_exit,
+        process_exits_while_threads_lock,
+        signals_interrupting_blocked_lockers,
+        thousands_of_short_lived_threads,
+    );
+    tests!(
+        suite,
+        mutex_memory_freed_without_destroy_and_reused,
+        priority_inherit_and_protect_mutexes,
+        sleeping_thread_is_not_starved,
+        stress_mixed_lock_trylock_timedlock,
+        eager_handoff_settings,
+        no_spinning_settings,
+        fair_settings,
+        heavy_spinning_no_handoff_settings,
+        statistics_and_tracing_on,
+    );
+    suite.needs(
+        "jemalloc_preloaded_alongside",
+        &[Need::File(JEMALLOC, "libjemalloc2")],
+        jemalloc_preloaded_alongside,
+    );
+    suite.needs("cpython_threads_same_output", &[Need::File(PYTHON, "python3")], cpython_threads_same_output);
+    tests!(
+        suite,
+        bad_strategy_gives_one_stderr_line,
+        bad_spin_limit_gives_one_stderr_line,
+        other_bad_settings_give_one_stderr_line,
+        bad_setting_warned_when_locking_starts_before_libc_init,
+        valid_settings_are_silent,
+        load_message_goes_only_to_the_named_pipe,
+        observability_leaves_stdout_alone,
+        old_symbol_versions,
+    );
+    suite.needs(
+        "interposed_symbols_bind_to_the_library",
+        &[Need::Program("nm", "binutils"), Need::File(PYTHON, "python3")],
+        interposed_symbols_bind_to_the_library,
+    );
+    suite.needs(
+        "library_imports_no_mutex_or_condvar_symbol",
+        &[Need::Program("nm", "binutils")],
+        library_imports_no_mutex_or_condvar_symbol,
+    );
+    suite.run()
 }

@@ -16,9 +16,9 @@
 
 mod common;
 
-use common::{c_test, lib_path, preloaded, run_bounded, Outcome, STRATEGIES};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use common::harness::{tests, Need, Suite};
+use common::{c_test, preloaded, run_bounded, scratch, Outcome, STRATEGIES};
+use std::path::Path;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -38,13 +38,6 @@ fn knob_sets(trace: &Path) -> Vec<Vec<(String, String)>> {
     ]
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("spinmutex-host-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch directory");
-    dir
-}
-
 fn describe(what: &str, o: &Outcome) -> String {
     format!(
         "{what}: status {:?}, timed out {}\n--- stdout\n{}--- stderr\n{}",
@@ -55,7 +48,7 @@ fn describe(what: &str, o: &Outcome) -> String {
 /// Runs `program args` without the library (it must pass: the expectations are
 /// glibc's), then under every strategy with every knob set; collects all failures.
 fn everywhere(program: &str, args: &[&str]) {
-    let dir = scratch(program);
+    let dir = scratch();
     let path = c_test(program);
     assert!(path.exists(), "{} was not built", path.display());
     let mut failures = Vec::new();
@@ -66,7 +59,7 @@ fn everywhere(program: &str, args: &[&str]) {
         failures.push(describe(&format!("{program} {args:?} without the library"), &o));
     }
     for strategy in STRATEGIES {
-        for knobs in knob_sets(&dir.join("trace.log")) {
+        for knobs in knob_sets(&dir.path().join("trace.log")) {
             let mut cmd = preloaded(&path, Some(strategy));
             cmd.args(args).envs(knobs.iter().map(|(k, v)| (k, v)));
             let o = run_bounded(cmd, LIMIT);
@@ -75,7 +68,6 @@ fn everywhere(program: &str, args: &[&str]) {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{} failing runs:\n\n{}", failures.len(), failures.join("\n\n"));
 }
 
@@ -85,7 +77,6 @@ fn everywhere(program: &str, args: &[&str]) {
 /// A write watchpoint on the lock word unmaps the mutex's page the instant the release
 /// makes it free; any later read by the unlock faults. Deterministic, where the kernel
 /// offers hardware watchpoints (the program says "skipped" otherwise).
-#[test]
 fn unlock_never_reads_the_mutex_after_releasing_it() {
     everywhere("release_watch", &["30"]);
     let o = run_bounded(preloaded(c_test("release_watch"), Some("spin")), LIMIT);
@@ -96,7 +87,6 @@ fn unlock_never_reads_the_mutex_after_releasing_it() {
 
 /// The next owner drops the last reference and unmaps the object while timer signals
 /// stretch the unlocking thread's path after its release.
-#[test]
 fn mutex_freed_by_the_next_owner_at_once() {
     everywhere("unlock_then_free", &["timer", "600"]);
     everywhere("unlock_then_free", &["yield", "400"]);
@@ -105,7 +95,6 @@ fn mutex_freed_by_the_next_owner_at_once() {
 // ---------------------------------------------------------------------------------
 // 2. Lock and unlock are not cancellation points.
 
-#[test]
 fn lock_and_unlock_are_not_cancellation_points() {
     everywhere("cancel_in_lock", &[]);
 }
@@ -116,18 +105,15 @@ fn lock_and_unlock_are_not_cancellation_points() {
 /// A daemon closes every descriptor above 2 and opens its data file, which gets the
 /// trace file's old number; trace lines must not land in it, and a forked child must
 /// keep its copy.
-#[test]
 fn descriptors_closed_and_reused_by_the_program() {
-    let dir = scratch("daemon");
-    let data = dir.join("data");
+    let dir = scratch();
+    let data = dir.path().join("data");
     everywhere("fd_hygiene", &["daemon", data.to_str().expect("utf-8 path")]);
     everywhere("fd_hygiene", &["close-all"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// xz and GNU sort close standard error before they exit: the report must still reach
 /// the standard error the program started with.
-#[test]
 fn report_reaches_standard_error_after_the_program_closed_it() {
     for strategy in STRATEGIES {
         for format in ["1", "json"] {
@@ -146,30 +132,27 @@ fn report_reaches_standard_error_after_the_program_closed_it() {
 }
 
 /// A forked child that never locks (or execs at once) leaves no `FILE.<pid>` behind.
-#[test]
 fn no_trace_file_for_children_that_never_trace() {
     for strategy in STRATEGIES {
-        let dir = scratch(&format!("quiet-{strategy}"));
-        let trace = dir.join("trace.log");
+        let dir = scratch();
+        let trace = dir.path().join("trace.log");
         let mut cmd = preloaded(c_test("fd_hygiene"), Some(strategy));
         cmd.arg("fork-quiet").env("SPINMUTEX_TRACE", "trace").env("SPINMUTEX_TRACE_FILE", &trace);
         let o = run_bounded(cmd, LIMIT);
         assert!(o.success(), "{}", describe(&format!("fork-quiet under {strategy}"), &o));
-        let files: Vec<String> = std::fs::read_dir(&dir)
+        let files: Vec<String> = std::fs::read_dir(dir.path())
             .expect("read scratch directory")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(files, ["trace.log"], "{strategy}: trace files {files:?}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
 /// With the file size limited as a full disk would, the trace keeps whole lines only.
-#[test]
 fn trace_on_a_full_disk_holds_whole_lines() {
     for format in ["text", "json"] {
-        let dir = scratch(&format!("fsize-{format}"));
-        let trace = dir.join("trace.log");
+        let dir = scratch();
+        let trace = dir.path().join("trace.log");
         let mut cmd = preloaded(c_test("fd_hygiene"), Some("spin"));
         cmd.arg("fsize")
             .env("SPINMUTEX_TRACE", "trace")
@@ -189,7 +172,6 @@ fn trace_on_a_full_disk_holds_whole_lines() {
             };
             assert!(whole, "{format}: partial line {line:?}");
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -198,7 +180,6 @@ fn trace_on_a_full_disk_holds_whole_lines() {
 
 /// A thread owed a handoff gets a signal whose handler locks the same mutex, locks a
 /// mutex held by another waiter of the first, or leaves with siglongjmp.
-#[test]
 fn handoff_never_strands_a_lock_with_a_signalled_thread() {
     everywhere("handoff_signals", &[]);
 }
@@ -208,10 +189,9 @@ fn handoff_never_strands_a_lock_with_a_signalled_thread() {
 
 /// The lock path with tracing on, and the report signal's handler, each take well under
 /// 1 KiB of the caller's stack; a PTHREAD_STACK_MIN thread survives both.
-#[test]
 fn lock_path_and_report_handler_fit_in_a_small_stack() {
-    let dir = scratch("stack");
-    let trace = dir.join("trace.log");
+    let dir = scratch();
+    let trace = dir.path().join("trace.log");
     let trace = trace.to_str().expect("utf-8 path");
     let runs: &[(&str, &[(&str, &str)])] = &[
         ("lock", &[]),
@@ -243,7 +223,6 @@ fn lock_path_and_report_handler_fit_in_a_small_stack() {
         }
     }
     eprintln!("stack use (bytes):\n{}", report.join("\n"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---------------------------------------------------------------------------------
@@ -264,7 +243,6 @@ fn one_warning(var: &str, value: &str, extra: &[(&str, &str)]) -> Outcome {
 }
 
 /// Signals whose default action a program relies on are refused, with one line.
-#[test]
 fn report_signal_refuses_signals_programs_rely_on() {
     for signal in ["2", "9", "11", "15", "SIGTERM", "INT", "65", "RTMIN+31"] {
         one_warning(
@@ -301,7 +279,6 @@ fn report_signal_refuses_signals_programs_rely_on() {
 }
 
 /// A statistics file in a missing directory is reported at load, not lost silently.
-#[test]
 fn statistics_file_in_a_missing_directory_is_reported() {
     let o = one_warning("SPINMUTEX_STATS_FILE", "/nonexistent/dir/report.txt", &[("SPINMUTEX_STATS", "1")]);
     assert!(o.stderr.contains("lock statistics"), "the report should go to stderr instead:\n{}", o.stderr);
@@ -311,7 +288,6 @@ fn statistics_file_in_a_missing_directory_is_reported() {
 // 7. Residue.
 
 /// A waiter killed in its sleep on a process-shared mutex leaves nothing behind in it.
-#[test]
 fn killed_waiter_leaves_no_residue_in_a_shared_mutex() {
     everywhere("fair_shared_kill", &[]);
 }
@@ -321,12 +297,7 @@ fn killed_waiter_leaves_no_residue_in_a_shared_mutex() {
 
 /// Under helgrind and drd a correct program has no errors with the library preloaded,
 /// and the library says once that it steps aside.
-#[test]
 fn valgrind_lock_checkers_see_the_locks() {
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        eprintln!("skipped: valgrind is not installed (Debian package valgrind)");
-        return;
-    }
     for tool in ["helgrind", "drd"] {
         let mut cmd = preloaded("valgrind", Some("spin"));
         cmd.args([&format!("--tool={tool}"), "--error-exitcode=99", "-q"]).arg(c_test("hello_contended"));
@@ -339,7 +310,6 @@ fn valgrind_lock_checkers_see_the_locks() {
 
 /// A ThreadSanitizer program (GCC links libtsan dynamically, after the preload) sees
 /// every lock: no reported race in a correct program.
-#[test]
 fn thread_sanitizer_sees_the_locks() {
     let program = c_test("tsan_counter");
     if !program.exists() {
@@ -363,7 +333,6 @@ fn thread_sanitizer_sees_the_locks() {
 
 /// AddressSanitizer refuses to run behind a preload, and says so; the library must not
 /// crash first.
-#[test]
 fn address_sanitizer_refuses_clearly() {
     let program = c_test("asan_counter");
     if !program.exists() {
@@ -375,5 +344,39 @@ fn address_sanitizer_refuses_clearly() {
     let o = run_bounded(preloaded(&program, Some("spin")), LIMIT);
     assert!(!o.success(), "{}", describe("asan_counter", &o));
     assert!(o.stderr.contains("ASan runtime does not come first"), "{}", describe("asan_counter", &o));
-    let _ = lib_path();
+}
+
+fn main() -> std::process::ExitCode {
+    let mut suite = Suite::new();
+    tests!(
+        suite,
+        unlock_never_reads_the_mutex_after_releasing_it,
+        mutex_freed_by_the_next_owner_at_once,
+        lock_and_unlock_are_not_cancellation_points,
+        descriptors_closed_and_reused_by_the_program,
+        report_reaches_standard_error_after_the_program_closed_it,
+        no_trace_file_for_children_that_never_trace,
+        trace_on_a_full_disk_holds_whole_lines,
+        handoff_never_strands_a_lock_with_a_signalled_thread,
+        lock_path_and_report_handler_fit_in_a_small_stack,
+        report_signal_refuses_signals_programs_rely_on,
+        statistics_file_in_a_missing_directory_is_reported,
+        killed_waiter_leaves_no_residue_in_a_shared_mutex,
+    );
+    suite.needs(
+        "valgrind_lock_checkers_see_the_locks",
+        &[Need::Program("valgrind", "valgrind")],
+        valgrind_lock_checkers_see_the_locks,
+    );
+    suite.needs(
+        "thread_sanitizer_sees_the_locks",
+        &[Need::Built(c_test("tsan_counter"), "the ThreadSanitizer runtime (package libtsan2)")],
+        thread_sanitizer_sees_the_locks,
+    );
+    suite.needs(
+        "address_sanitizer_refuses_clearly",
+        &[Need::Built(c_test("asan_counter"), "the AddressSanitizer runtime (package libasan8)")],
+        address_sanitizer_refuses_clearly,
+    );
+    suite.run()
 }

@@ -14,9 +14,9 @@
 //! the calls; the distribution's binaries and libraries are linked with `-z now`, so
 //! there it proves that every call made through their GOT reaches the library.
 //!
-//! A program that is not installed fails its test when the environment variable `CI`
-//! is set (`.ci/run` installs them all) and is otherwise skipped with a line on stderr
-//! ("skipped: X not installed ...").
+//! A test whose program is not installed is skipped, and counted in the closing line
+//! of the run; with `SPINMUTEX_TESTS_REQUIRE_ALL=1` (`.ci/run` installs them all) it
+//! fails instead (see tests/common/harness.rs).
 
 mod common;
 
@@ -24,10 +24,10 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use common::harness::{self, tests, Need, Suite};
 use common::{c_test, lib_path, preloaded, run_bounded, Outcome, STRATEGIES};
 
 /// Only a hang guard: every run here takes a few seconds at most.
@@ -40,63 +40,25 @@ const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 const PYTHON: &str = "/usr/bin/python3";
 
 // ---------------------------------------------------------------------------------------
-// Finding programs
+// Finding programs and scratch directories
 // ---------------------------------------------------------------------------------------
 
-/// True when the environment variable `CI` is set (to anything but "", "0" or "false").
-fn under_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+/// A program on PATH; the test declared it as a [`Need`], so it is there.
+fn tool(name: &str) -> PathBuf {
+    harness::program(name).unwrap_or_else(|| panic!("{name} is not installed"))
 }
 
-/// `Some(path)` when `path` exists. Otherwise: a failure under CI, and a skip message on
-/// stderr outside it.
-fn installed(what: &str, path: PathBuf, how: &str) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    if under_ci() {
-        panic!("{what} is not installed ({} is missing; {how}), and CI is set", path.display());
-    }
-    eprintln!("skipped: {what} not installed ({} is missing; {how})", path.display());
-    None
-}
-
-/// A program found on `PATH`, as [`installed`] reports it.
-fn tool(name: &str, package: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("/usr/bin").join(name));
-    installed(name, path, &format!("apt-get install {package}"))
-}
-
-// ---------------------------------------------------------------------------------------
-// Scratch directories
-// ---------------------------------------------------------------------------------------
-
-/// A fresh directory under the system's temporary directory, removed when dropped.
-struct Scratch {
-    path: PathBuf,
-}
+/// A fresh temporary directory, removed when dropped.
+struct Scratch(tempfile::TempDir);
 
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let path = std::env::temp_dir().join(format!(
-            "spinmutex-real-{tag}-{}-{}-{nanos}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        fs::create_dir_all(&path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
-        Scratch { path }
+        let dir = tempfile::Builder::new().prefix(&format!("spinmutex-real-{tag}-")).tempdir();
+        Scratch(dir.expect("create a temporary directory"))
     }
 
     fn join(&self, name: impl AsRef<Path>) -> PathBuf {
-        self.path.join(name)
+        self.0.path().join(name)
     }
 
     /// An empty subdirectory (replacing any earlier one of that name).
@@ -105,12 +67,6 @@ impl Scratch {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
         dir
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
     }
 }
 
@@ -348,9 +304,8 @@ fn stress_ng_bogo_ops(text: &str, stressor: &str) -> Option<u64> {
 // sysbench
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn sysbench_mutex_and_threads() {
-    let Some(sysbench) = tool("sysbench", "sysbench") else { return };
+    let sysbench = tool("sysbench");
     let scratch = Scratch::new("sysbench");
     let musts = [must_bind("sysbench")];
     let threads = 4;
@@ -418,9 +373,8 @@ fn sysbench_mutex_and_threads() {
 /// root for real), `pthread` (creates threads that wait on a condition variable with a
 /// mutex). `--mutex-affinity` also moves the threads between CPUs at random, which puts
 /// a spinner and a preempted owner on the same CPU.
-#[test]
 fn stress_ng_mutex_and_pthread() {
-    let Some(stress_ng) = tool("stress-ng", "stress-ng") else { return };
+    let stress_ng = tool("stress-ng");
     let scratch = Scratch::new("stress-ng");
     let musts = [must_bind("stress-ng")];
     // (stressor, its arguments, ops, whether stress-ng itself runs as SCHED_FIFO)
@@ -433,7 +387,7 @@ fn stress_ng_mutex_and_pthread() {
         for strategy in modes() {
             let mut cmd = preloaded(&stress_ng, strategy);
             cmd.args(args).args(["--verify", "--metrics-brief", "--timeout", "90s"]);
-            cmd.arg("--temp-path").arg(&scratch.path);
+            cmd.arg("--temp-path").arg(scratch.0.path());
             if realtime {
                 realtime_parent(&mut cmd);
             }
@@ -518,7 +472,6 @@ fn write_input(path: &Path, bytes: usize) {
 /// A compressor's command lines, as arguments after the program name.
 struct Compressor {
     name: &'static str,
-    package: &'static str,
     suffix: &'static str,
     compress: &'static [&'static str],
     decompress: &'static [&'static str],
@@ -530,7 +483,7 @@ struct Compressor {
 /// then under each strategy compresses it (output identical to the first) and
 /// decompresses that (identical to the input).
 fn compressor_round_trips(c: &Compressor) {
-    let Some(program) = tool(c.name, c.package) else { return };
+    let program = tool(c.name);
     let scratch = Scratch::new(c.name);
     let input = scratch.join("input.txt");
     write_input(&input, INPUT_BYTES);
@@ -564,11 +517,9 @@ fn compressor_round_trips(c: &Compressor) {
 
 /// pigz: compression threads and its read/write/check threads hand buffers over with
 /// pthread mutexes and condition variables (its `yarn` layer).
-#[test]
 fn pigz_round_trips() {
     compressor_round_trips(&Compressor {
         name: "pigz",
-        package: "pigz",
         suffix: ".gz",
         compress: &["-p", "4", "-6", "-n", "-c"],
         decompress: &["-d", "-c"],
@@ -578,11 +529,9 @@ fn pigz_round_trips() {
 
 /// zstd -T: the multi-threaded compressor's job queue and thread pool (libzstd, linked
 /// into the zstd binary); decompression uses the asynchronous I/O thread pool.
-#[test]
 fn zstd_round_trips() {
     compressor_round_trips(&Compressor {
         name: "zstd",
-        package: "zstd",
         suffix: ".zst",
         // 1 MiB jobs: two dozen of them, queued to 4 workers.
         compress: &["-q", "-T4", "-3", "-B1048576", "-c"],
@@ -593,11 +542,9 @@ fn zstd_round_trips() {
 
 /// xz -T: liblzma's multi-threaded encoder and (since 5.4) decoder, whose workers
 /// synchronise with the main thread through pthread mutexes and condition variables.
-#[test]
 fn xz_round_trips() {
     compressor_round_trips(&Compressor {
         name: "xz",
-        package: "xz-utils",
         suffix: ".xz",
         // -0: 256 KiB dictionary, 768 KiB blocks: about 32 blocks for 4 threads.
         compress: &["-q", "-T4", "-0", "-c"],
@@ -718,9 +665,8 @@ print("pool", len(results), hashlib.sha256("".join(results).encode()).hexdigest(
 print("ok")
 "#;
 
-#[test]
 fn python_threads() {
-    let Some(python) = installed("python3", PathBuf::from(PYTHON), "apt-get install python3") else { return };
+    let python = PathBuf::from(PYTHON);
     let scratch = Scratch::new("python");
     // python3 is linked lazily: the binding proves the interpreter called the library.
     let musts = [must_bind("python3")];
@@ -750,11 +696,6 @@ fn python_threads() {
 // ---------------------------------------------------------------------------------------
 // Programs of the test tree
 // ---------------------------------------------------------------------------------------
-
-/// A program that build.rs compiled from c-tests/, as [`installed`] reports it.
-fn tree_program(name: &str, how: &str) -> Option<PathBuf> {
-    installed(name, c_test(name), how)
-}
 
 /// Runs `program args` without the preload and under each strategy (with `extra_preload`
 /// before or after the library, when given); every run exits 0 with the output of the
@@ -808,13 +749,8 @@ fn same_output_everywhere(
 /// SQLite in serialized mode: one shared connection used by four threads, then one
 /// connection per thread to a WAL file database (see c-tests/real_sqlite.c). Row counts,
 /// sums and checksums are exact (the program checks them and prints them).
-#[test]
 fn sqlite_serialized_threads() {
-    let Some(program) =
-        tree_program("real_sqlite", "build.rs skips it without sqlite3.h: apt-get install libsqlite3-dev")
-    else {
-        return;
-    };
+    let program = c_test("real_sqlite");
     let scratch = Scratch::new("sqlite");
     let db_dir = scratch.subdir("db");
     // libsqlite3 does the locking (its connection, static and VFS mutexes).
@@ -825,12 +761,8 @@ fn sqlite_serialized_threads() {
 /// jemalloc co-preloaded, in both orders: a malloc-heavy program whose threads exchange
 /// buffers through a mutex + condition variable queue (see c-tests/real_jemalloc.c).
 /// jemalloc must be the allocator and must take its own locks through the library.
-#[test]
 fn jemalloc_co_preloaded() {
-    let Some(_) = installed("jemalloc", PathBuf::from(JEMALLOC), "apt-get install libjemalloc2") else {
-        return;
-    };
-    let Some(program) = tree_program("real_jemalloc", "build.rs should always build it") else { return };
+    let program = c_test("real_jemalloc");
     let scratch = Scratch::new("jemalloc");
     let musts = [
         must_bind("real_jemalloc"),
@@ -864,11 +796,8 @@ fn jemalloc_co_preloaded() {
 /// A C++ program on std::mutex, std::recursive_mutex, std::condition_variable,
 /// std::shared_ptr (and its atomic operations, which lock inside libstdc++) and
 /// std::async (see c-tests/real_cpp.cpp).
-#[test]
 fn cpp_standard_library() {
-    let Some(program) = tree_program("real_cpp", "build.rs builds it with c++: apt-get install g++") else {
-        return;
-    };
+    let program = c_test("real_cpp");
     let scratch = Scratch::new("cpp");
     let musts = [must_bind("real_cpp"), must_bind("libstdc++.so")];
     same_output_everywhere("real_cpp", &program, &[], &[None], &musts, &scratch);
@@ -878,7 +807,6 @@ fn cpp_standard_library() {
 // The checker itself
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn binding_log_lines_are_parsed() {
     let scratch = Scratch::new("parse");
     let dir = scratch.subdir("log");
@@ -910,11 +838,8 @@ fn binding_log_lines_are_parsed() {
 
 /// The binding check fails a program that never reached the library: run one without
 /// the preload, with the log on.
-#[test]
 fn binding_check_rejects_a_run_without_the_preload() {
-    let Some(program) = tree_program("real_cpp", "build.rs builds it with c++: apt-get install g++") else {
-        return;
-    };
+    let program = c_test("real_cpp");
     let scratch = Scratch::new("no-preload");
     let dir = scratch.subdir("ld-debug");
     let mut cmd = preloaded(&program, None);
@@ -938,7 +863,6 @@ fn binding_check_rejects_a_run_without_the_preload() {
     );
 }
 
-#[test]
 fn input_generator_is_deterministic_and_compressible() {
     let scratch = Scratch::new("input");
     let (a, b) = (scratch.join("a"), scratch.join("b"));
@@ -952,4 +876,36 @@ fn input_generator_is_deterministic_and_compressible() {
     data.iter().for_each(|&c| seen[c as usize] = true);
     let distinct = seen.iter().filter(|&&s| s).count();
     assert!((20..=64).contains(&distinct), "{distinct} distinct bytes");
+}
+
+fn main() -> std::process::ExitCode {
+    let mut suite = Suite::new();
+    suite.needs(
+        "sysbench_mutex_and_threads",
+        &[Need::Program("sysbench", "sysbench")],
+        sysbench_mutex_and_threads,
+    );
+    suite.needs(
+        "stress_ng_mutex_and_pthread",
+        &[Need::Program("stress-ng", "stress-ng")],
+        stress_ng_mutex_and_pthread,
+    );
+    suite.needs("pigz_round_trips", &[Need::Program("pigz", "pigz")], pigz_round_trips);
+    suite.needs("zstd_round_trips", &[Need::Program("zstd", "zstd")], zstd_round_trips);
+    suite.needs("xz_round_trips", &[Need::Program("xz", "xz-utils")], xz_round_trips);
+    suite.needs("python_threads", &[Need::File(PYTHON, "python3")], python_threads);
+    suite.needs(
+        "sqlite_serialized_threads",
+        &[Need::Built(c_test("real_sqlite"), "sqlite3.h (libsqlite3-dev)")],
+        sqlite_serialized_threads,
+    );
+    suite.needs("jemalloc_co_preloaded", &[Need::File(JEMALLOC, "libjemalloc2")], jemalloc_co_preloaded);
+    tests!(
+        suite,
+        cpp_standard_library,
+        binding_log_lines_are_parsed,
+        binding_check_rejects_a_run_without_the_preload,
+        input_generator_is_deterministic_and_compressible,
+    );
+    suite.run()
 }

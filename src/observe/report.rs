@@ -24,19 +24,19 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
 use std::ffi::CString;
 use std::sync::OnceLock;
 
+use spinmutex_names::{self as names, Invalid, Stats};
+
 use super::callsite;
 use super::output;
 use super::table::{self, Class, Figures, Instance, Sum};
-use crate::config::{self, parse_count};
+use crate::config;
 use crate::mutex::kind;
 
-const MAX_TOP: usize = 100;
-const DEFAULT_TOP: usize = 10;
 /// Live instances listed under each class.
 const INSTANCES_PER_CLASS: usize = 3;
 
 static JSON: AtomicBool = AtomicBool::new(false);
-static TOP: AtomicUsize = AtomicUsize::new(DEFAULT_TOP);
+static TOP: AtomicUsize = AtomicUsize::new(names::DEFAULT_STATS_TOP);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Held while a report is written (its scratch sums are shared).
 static WRITING: AtomicBool = AtomicBool::new(false);
@@ -45,76 +45,31 @@ static PATH: OnceLock<CString> = OnceLock::new();
 
 /// Reads the report settings and installs the signal handler.
 pub fn init() {
-    JSON.store(config::env(c"SPINMUTEX_STATS") == Some(b"json"), Relaxed);
-    if let Some(v) = config::env(c"SPINMUTEX_STATS_TOP") {
-        match parse_count(v).filter(|n| (1..=MAX_TOP as u64).contains(n)) {
-            Some(n) => TOP.store(n as usize, Relaxed),
-            None => config::warn_bad_value("SPINMUTEX_STATS_TOP", v, "an integer 1..100", "10"),
-        }
-    }
-    match config::env(c"SPINMUTEX_STATS_FILE") {
+    let stats = config::read(&names::STATS, names::parse_stats, Stats::Off, false);
+    JSON.store(stats == Stats::Json, Relaxed);
+    TOP.store(
+        config::read(&names::STATS_TOP, names::parse_stats_top, names::DEFAULT_STATS_TOP, true),
+        Relaxed,
+    );
+    match config::env(names::STATS_FILE.cname) {
         None => output::keep_stderr(),
-        Some(path) => match CString::new(path) {
-            Ok(p) if !path.is_empty() && crate::sys::can_append(&p) => {
+        Some(path) => match names::parse_stats_file(path).ok().and_then(|p| CString::new(p).ok()) {
+            // A file that cannot be created or appended to is reported now, not lost at
+            // exit.
+            Some(p) if crate::sys::can_append(&p) => {
                 let _ = PATH.set(p);
             }
             _ => {
-                config::warn_bad_value(
-                    "SPINMUTEX_STATS_FILE",
-                    path,
-                    "a path to a file that can be created or appended to",
-                    "standard error",
-                );
+                config::warn_invalid(Invalid(&names::STATS_FILE), path);
                 output::keep_stderr();
             }
         },
     }
-    let signal = match config::env(c"SPINMUTEX_STATS_SIGNAL") {
-        None => libc::SIGUSR2,
-        Some(v) => match parse_signal(v) {
-            Some(n) => n,
-            None => {
-                config::warn_bad_value(
-                    "SPINMUTEX_STATS_SIGNAL",
-                    v,
-                    "0 (none), USR1, USR2, or a real-time signal RTMIN..RTMAX (34..64, RTMIN+N, RTMAX-N)",
-                    "USR2",
-                );
-                libc::SIGUSR2
-            }
-        },
-    };
+    let signal =
+        config::read(&names::STATS_SIGNAL, names::parse_stats_signal, names::DEFAULT_STATS_SIGNAL, true);
     if signal != 0 {
         install_handler(signal);
     }
-}
-
-/// The signals the report may take: only those whose default action no program that
-/// never set them can rely on. (SIGTERM, SIGINT, SIGSEGV and their like must keep
-/// ending the program; SIGKILL and SIGSTOP cannot be caught at all.)
-fn parse_signal(text: &[u8]) -> Option<i32> {
-    let name = text.strip_prefix(b"SIG").unwrap_or(text);
-    let (rtmin, rtmax) = (libc::SIGRTMIN(), libc::SIGRTMAX());
-    let signal = match name {
-        b"USR1" => libc::SIGUSR1,
-        b"USR2" => libc::SIGUSR2,
-        b"RTMIN" => rtmin,
-        b"RTMAX" => rtmax,
-        _ => {
-            if let Some(n) = name.strip_prefix(b"RTMIN+") {
-                rtmin + parse_count(n).filter(|&n| n <= 64)? as i32
-            } else if let Some(n) = name.strip_prefix(b"RTMAX-") {
-                rtmax - parse_count(n).filter(|&n| n <= 64)? as i32
-            } else {
-                parse_count(text).filter(|&n| n <= 64)? as i32
-            }
-        }
-    };
-    let allowed = signal == 0
-        || signal == libc::SIGUSR1
-        || signal == libc::SIGUSR2
-        || (rtmin..=rtmax).contains(&signal);
-    allowed.then_some(signal)
 }
 
 /// Takes the signal only if the program left it at its default action.

@@ -26,11 +26,12 @@ use core::ptr;
 use core::sync::atomic::Ordering::{AcqRel, Relaxed};
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
+use spinmutex_names::{self as names, Stats};
+
 use super::callsite::{self, FRAMES};
-use crate::config::{self, parse_count};
+use crate::config;
 
 const PROBES: usize = 32;
-const DEFAULT_SLOTS: u64 = 4096;
 
 /// What every instance, class and the overflow count.
 #[repr(C)]
@@ -293,24 +294,10 @@ static LEN: AtomicUsize = AtomicUsize::new(0);
 
 /// Reads SPINMUTEX_STATS and maps the tables. False if statistics are off.
 pub fn init() -> bool {
-    match config::env(c"SPINMUTEX_STATS") {
-        None | Some(b"0") | Some(b"") => return false,
-        Some(b"1") | Some(b"text") | Some(b"json") => {}
-        Some(v) => {
-            config::warn_bad_value("SPINMUTEX_STATS", v, "0, 1, text, json", "0 (off)");
-            return false;
-        }
+    if config::read(&names::STATS, names::parse_stats, Stats::Off, true) == Stats::Off {
+        return false;
     }
-    let slots = match config::env(c"SPINMUTEX_STATS_SLOTS") {
-        None => DEFAULT_SLOTS,
-        Some(v) => match parse_count(v).filter(|n| (1..=1 << 20).contains(n)) {
-            Some(n) => n,
-            None => {
-                config::warn_bad_value("SPINMUTEX_STATS_SLOTS", v, "an integer 1..1048576", "4096");
-                DEFAULT_SLOTS
-            }
-        },
-    } as usize;
+    let slots = config::read(&names::STATS_SLOTS, names::parse_stats_slots, names::DEFAULT_STATS_SLOTS, true);
     let (Some(instances), Some(classes), Some(sums)) =
         (map::<Instance>(slots), map::<Class>(slots), map::<Sum>(slots))
     else {

@@ -24,6 +24,8 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::EnvFilter;
 
+use spinmutex_names::{self as names, Invalid, TraceFormat};
+
 use super::output::{self, OwnFd};
 use crate::config::{self, LineBuf};
 
@@ -48,28 +50,17 @@ unsafe impl Sync for ChildPath {}
 
 /// Reads SPINMUTEX_TRACE, _FILE and _FORMAT and installs the subscriber. False if off.
 pub fn init() -> bool {
-    let Some(directive) = config::env(c"SPINMUTEX_TRACE") else { return false };
-    let parsed = core::str::from_utf8(directive)
-        .ok()
-        .filter(|text| !text.is_empty())
-        .and_then(|text| EnvFilter::builder().parse(text).ok());
+    let Some(directive) = config::env(names::TRACE.cname) else { return false };
+    let parsed = names::parse_trace(directive).ok().and_then(|text| EnvFilter::builder().parse(text).ok());
     let Some(filter) = parsed else {
-        config::warn_bad_value(
-            "SPINMUTEX_TRACE",
-            directive,
-            "an EnvFilter directive such as debug or spinmutex=trace",
-            "off",
-        );
+        config::warn_invalid(Invalid(&names::TRACE), directive);
         return false;
     };
-    match config::env(c"SPINMUTEX_TRACE_FORMAT") {
-        None | Some(b"text") => {}
-        Some(b"json") => JSON.store(true, Relaxed),
-        Some(v) => config::warn_bad_value("SPINMUTEX_TRACE_FORMAT", v, "text, json", "text"),
-    }
-    let file = config::env(c"SPINMUTEX_TRACE_FILE");
+    let format = config::read(&names::TRACE_FORMAT, names::parse_trace_format, TraceFormat::Text, true);
+    JSON.store(format == TraceFormat::Json, Relaxed);
+    let file = config::env(names::TRACE_FILE.cname);
     let opened = file.and_then(|path| {
-        let path = CString::new(path).ok()?;
+        let path = CString::new(names::parse_trace_file(path).ok()?).ok()?;
         FILE.adopt(output::open_append(&path)?)?;
         Some(path)
     });
@@ -78,7 +69,7 @@ pub fn init() -> bool {
             let _ = PATH.set(path);
         }
         (Some(bad), None) => {
-            config::warn_bad_value("SPINMUTEX_TRACE_FILE", bad, "a writable file path", "standard error");
+            config::warn_invalid(Invalid(&names::TRACE_FILE), bad);
             output::keep_stderr();
         }
         (None, None) => output::keep_stderr(),

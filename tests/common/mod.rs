@@ -1,6 +1,10 @@
-//! Helpers shared by the integration tests: where the preload library and the compiled
-//! C test programs are, and running a command under a strategy with a time bound.
+//! Helpers shared by the integration tests of the library (tests/) and of the command
+//! (cli/tests/, which include this file): the harness that makes skips visible, where
+//! the preload library and the compiled C test programs are, and running a command
+//! under a strategy with a time bound.
 #![allow(dead_code)]
+
+pub mod harness;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -20,18 +24,22 @@ pub fn target_dir() -> PathBuf {
 /// The preload library built for this test run.
 pub fn lib_path() -> PathBuf {
     let lib = target_dir().join("libspinmutex.so");
-    assert!(lib.exists(), "{} is missing: run through `cargo test`", lib.display());
+    assert!(
+        lib.exists(),
+        "{} is missing: run `cargo test` at the workspace root (or `cargo build -p spinmutex` first)",
+        lib.display()
+    );
     lib
 }
 
-/// The `spinmutex` command built for this test run.
-pub fn bin_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spinmutex"))
-}
-
-/// A program compiled by build.rs from `c-tests/<name>.c` or `.cpp`.
+/// A program compiled by the build script from `c-tests/<name>.c` or `.cpp`.
 pub fn c_test(name: &str) -> PathBuf {
     Path::new(env!("SPINMUTEX_C_TESTS_DIR")).join(name)
+}
+
+/// A fresh directory for one test's files, removed when dropped.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("spinmutex-test-").tempdir().expect("create a temporary directory")
 }
 
 /// What a bounded run produced.

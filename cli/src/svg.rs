@@ -1,38 +1,9 @@
-//! Hand-written SVG: small-multiple line charts with a log x axis.
+//! SVG charts: the primitives every chart uses (document, axis ticks and labels, the
+//! plot frame, colours) and the small-multiple line chart of `bench`. The histograms of
+//! `report` are drawn with the same primitives (see report.rs).
 
 use std::fmt::Write as _;
 
-/// One line of a panel.
-pub struct Series {
-    pub name: String,
-    /// (x, y) points; x > 0 (log axis). Points with a non-finite y are skipped.
-    pub points: Vec<(f64, f64)>,
-}
-
-/// One panel: a title, its lines and an optional horizontal bound.
-pub struct Panel {
-    pub title: String,
-    pub series: Vec<Series>,
-    /// Drawn as a dashed line; labelled as off scale when far above the data.
-    pub bound: Option<f64>,
-}
-
-pub struct Chart {
-    pub title: String,
-    pub subtitle: String,
-    pub x_label: String,
-    pub y_label: String,
-    pub x_ticks: Vec<f64>,
-    pub panels: Vec<Panel>,
-}
-
-const PANEL_W: f64 = 330.0;
-const PANEL_H: f64 = 250.0;
-const MARGIN_L: f64 = 62.0;
-const MARGIN_R: f64 = 14.0;
-const MARGIN_T: f64 = 28.0;
-const MARGIN_B: f64 = 44.0;
-const HEADER_H: f64 = 78.0;
 const PALETTE: &[&str] =
     &["#1f77b4", "#17becf", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"];
 
@@ -63,18 +34,20 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// Tick values 0, step, 2 step, ... covering `max` with a 1-2-5 step; the last tick
-/// is the axis top.
-fn nice_ticks(max: f64) -> Vec<f64> {
+/// Tick values 0, step, 2 step, ... covering `max` with a 1-2-5 step of at least 1; the
+/// last tick is the axis top.
+pub fn ticks(max: f64) -> Vec<f64> {
     let max = if max > 0.0 && max.is_finite() { max } else { 1.0 };
     let rough = max / 5.0;
     let mag = 10f64.powf(rough.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= rough).unwrap_or(10.0 * mag);
-    let n = (max / step).ceil() as usize;
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= rough).unwrap_or(10.0 * mag);
+    let step = step.max(1.0);
+    let n = (max / step).ceil().max(1.0) as usize;
     (0..=n).map(|i| i as f64 * step).collect()
 }
 
-fn fmt_tick(v: f64) -> String {
+/// An axis label: `950`, `1.5k`, `12k`, `2.5M`, `1G`.
+pub fn tick_label(v: f64) -> String {
     if v >= 1e9 {
         format!("{}G", trim(v / 1e9))
     } else if v >= 1e6 {
@@ -88,12 +61,12 @@ fn fmt_tick(v: f64) -> String {
 
 fn trim(v: f64) -> String {
     let s = format!("{v:.2}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The opening of a chart: the `<svg>` element, a white background and a bold title.
-pub fn document_start(width: f64, height: f64, title: &str) -> String {
+/// The opening of a chart: the `<svg>` element, a white background, a bold title and
+/// a grey subtitle.
+pub fn document_start(width: f64, height: f64, title: &str, subtitle: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -101,8 +74,144 @@ pub fn document_start(width: f64, height: f64, title: &str) -> String {
     );
     let _ = writeln!(s, r#"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"#);
     let _ = writeln!(s, r#"<text x="10" y="20" font-size="15" font-weight="bold">{}</text>"#, escape(title));
+    let _ = writeln!(s, r##"<text x="10" y="38" fill="#444">{}</text>"##, escape(subtitle));
     s
 }
+
+/// The size of a chart's panels, and the margins between a panel's edges and its plot
+/// area.
+pub struct Layout {
+    pub panel_w: f64,
+    pub panel_h: f64,
+    pub left: f64,
+    pub right: f64,
+    pub top: f64,
+    pub bottom: f64,
+}
+
+impl Layout {
+    /// The plot area of the panel whose top left corner is (`ox`, `oy`), `width_panels`
+    /// panels wide, with the value `top` at the top of its vertical axis.
+    pub fn plot(&self, ox: f64, oy: f64, width_panels: f64, top: f64) -> Plot {
+        Plot {
+            x: ox + self.left,
+            y: oy + self.top,
+            w: width_panels * self.panel_w - self.left - self.right,
+            h: self.panel_h - self.top - self.bottom,
+            top,
+        }
+    }
+}
+
+/// A plot area: its position and size, and the top of its vertical value axis.
+pub struct Plot {
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub h: f64,
+    /// The value at the top of the area (the last tick).
+    pub top: f64,
+}
+
+impl Plot {
+    /// The vertical position of value `v`.
+    pub fn sy(&self, v: f64) -> f64 {
+        self.y + self.h - v / self.top * self.h
+    }
+
+    /// A bold title centred above the area, at `y`.
+    pub fn title(&self, s: &mut String, y: f64, text: &str) {
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{y:.1}" text-anchor="middle" font-size="12" font-weight="bold">{}</text>"#,
+            self.x + self.w / 2.0,
+            escape(text)
+        );
+    }
+
+    /// Horizontal grid lines with their labels on the left.
+    pub fn y_grid(&self, s: &mut String, ticks: &[f64]) {
+        for t in ticks {
+            let y = self.sy(*t);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                self.x,
+                self.x + self.w,
+                self.x - 4.0,
+                y + 4.0,
+                tick_label(*t)
+            );
+        }
+    }
+
+    /// The frame around the area.
+    pub fn border(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#888"/>"##,
+            self.x, self.y, self.w, self.h
+        );
+    }
+
+    /// A label under the area and one turned along its left side, at `left_x`.
+    pub fn axis_labels(&self, s: &mut String, x_label: &str, x_label_y: f64, y_label: &str, left_x: f64) {
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{x_label_y:.1}" text-anchor="middle">{}</text>"#,
+            self.x + self.w / 2.0,
+            escape(x_label)
+        );
+        let ly = self.y + self.h / 2.0;
+        let _ = writeln!(
+            s,
+            r#"<text x="{left_x:.1}" y="{ly:.1}" text-anchor="middle" transform="rotate(-90 {left_x:.1} {ly:.1})">{}</text>"#,
+            escape(y_label)
+        );
+    }
+
+    /// A centred grey note, for an area with no data.
+    pub fn note(&self, s: &mut String, text: &str) {
+        let _ = writeln!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#666">{}</text>"##,
+            self.x + self.w / 2.0,
+            self.y + self.h / 2.0,
+            escape(text)
+        );
+    }
+}
+
+/// One line of a panel.
+pub struct Series {
+    pub name: String,
+    /// (x, y) points; x > 0 (log axis). Points with a non-finite y are skipped.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One panel: a title, its lines and an optional horizontal bound.
+pub struct Panel {
+    pub title: String,
+    pub series: Vec<Series>,
+    /// Drawn as a dashed line; labelled as off scale when far above the data.
+    pub bound: Option<f64>,
+}
+
+/// Small-multiple line charts with a log x axis.
+pub struct Chart {
+    pub title: String,
+    pub subtitle: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_ticks: Vec<f64>,
+    pub panels: Vec<Panel>,
+}
+
+const LAYOUT: Layout =
+    Layout { panel_w: 330.0, panel_h: 250.0, left: 62.0, right: 14.0, top: 28.0, bottom: 44.0 };
+const PANEL_W: f64 = LAYOUT.panel_w;
+const PANEL_H: f64 = LAYOUT.panel_h;
+const HEADER_H: f64 = 78.0;
 
 impl Chart {
     pub fn render(&self) -> String {
@@ -110,8 +219,7 @@ impl Chart {
         let rows = self.panels.len().div_ceil(cols).max(1);
         let width = cols as f64 * PANEL_W + 20.0;
         let height = HEADER_H + rows as f64 * PANEL_H + 10.0;
-        let mut s = document_start(width, height, &self.title);
-        let _ = writeln!(s, r##"<text x="10" y="38" fill="#444">{}</text>"##, escape(&self.subtitle));
+        let mut s = document_start(width, height, &self.title, &self.subtitle);
         // Legend: every series name seen, in order of first appearance.
         let mut names: Vec<&str> = Vec::new();
         for p in &self.panels {
@@ -150,9 +258,6 @@ impl Chart {
     }
 
     fn panel(&self, s: &mut String, panel: &Panel, ox: f64, oy: f64, names: &[&str]) {
-        let pw = PANEL_W - MARGIN_L - MARGIN_R;
-        let ph = PANEL_H - MARGIN_T - MARGIN_B;
-        let (px, py) = (ox + MARGIN_L, oy + MARGIN_T);
         let xs: Vec<f64> = self.x_ticks.iter().copied().filter(|x| *x > 0.0).collect();
         let (mut xmin, mut xmax) =
             xs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
@@ -163,8 +268,6 @@ impl Chart {
             xmin /= 2.0;
             xmax *= 2.0;
         }
-        let (lxmin, lxmax) = (xmin.log2(), xmax.log2());
-        let sx = |x: f64| px + (x.log2() - lxmin) / (lxmax - lxmin) * pw;
         let data_max = panel
             .series
             .iter()
@@ -177,78 +280,46 @@ impl Chart {
         if let (Some(b), true) = (bound, bound_on_scale) {
             top = top.max(b * 1.05);
         }
-        let ticks = nice_ticks(top);
-        let ymax = *ticks.last().unwrap_or(&1.0);
-        let sy = |y: f64| py + ph - (y / ymax) * ph;
+        let ticks = ticks(top);
+        let plot = LAYOUT.plot(ox, oy, 1.0, *ticks.last().unwrap_or(&1.0));
+        let (lxmin, lxmax) = (xmin.log2(), xmax.log2());
+        let sx = |x: f64| plot.x + (x.log2() - lxmin) / (lxmax - lxmin) * plot.w;
 
-        let _ = writeln!(s, r#"<g>"#);
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12" font-weight="bold">{}</text>"#,
-            px + pw / 2.0,
-            oy + 16.0,
-            escape(&panel.title)
-        );
-        // Grid and y ticks.
-        for t in &ticks {
-            let y = sy(*t);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{px}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                px + pw,
-                px - 4.0,
-                y + 4.0,
-                fmt_tick(*t)
-            );
-        }
+        let _ = writeln!(s, "<g>");
+        plot.title(s, oy + 16.0, &panel.title);
+        plot.y_grid(s, &ticks);
         for x in &xs {
             let xp = sx(*x);
             let _ = writeln!(
                 s,
-                r##"<line x1="{xp:.1}" y1="{py}" x2="{xp:.1}" y2="{:.1}" stroke="#f0f0f0"/><text x="{xp:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-                py + ph,
-                py + ph + 14.0,
+                r##"<line x1="{xp:.1}" y1="{:.1}" x2="{xp:.1}" y2="{:.1}" stroke="#f0f0f0"/><text x="{xp:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+                plot.y,
+                plot.y + plot.h,
+                plot.y + plot.h + 14.0,
                 trim(*x)
             );
         }
-        let _ = writeln!(
-            s,
-            r##"<rect x="{px}" y="{py}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            px + pw / 2.0,
-            py + ph + 32.0,
-            escape(&self.x_label)
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{}</text>"#,
-            ox + 14.0,
-            py + ph / 2.0,
-            ox + 14.0,
-            py + ph / 2.0,
-            escape(&self.y_label)
-        );
+        plot.border(s);
+        plot.axis_labels(s, &self.x_label, plot.y + plot.h + 32.0, &self.y_label, ox + 14.0);
         if let Some(b) = bound {
+            let right = plot.x + plot.w;
             if bound_on_scale {
-                let y = sy(b);
+                let y = plot.sy(b);
                 let _ = writeln!(
                     s,
-                    r##"<line x1="{px}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#000" stroke-width="1.2" stroke-dasharray="5,3"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#000">bound {}</text>"##,
-                    px + pw,
-                    px + pw - 3.0,
+                    r##"<line x1="{:.1}" y1="{y:.1}" x2="{right:.1}" y2="{y:.1}" stroke="#000" stroke-width="1.2" stroke-dasharray="5,3"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#000">bound {}</text>"##,
+                    plot.x,
+                    right - 3.0,
                     y - 3.0,
-                    fmt_tick(b)
+                    tick_label(b)
                 );
             } else {
                 let _ = writeln!(
                     s,
                     r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#000">↑ bound {} (off scale)</text>"##,
-                    px + pw - 3.0,
-                    py + 11.0,
-                    fmt_tick(b)
+                    right - 3.0,
+                    plot.y + 11.0,
+                    tick_label(b)
                 );
             }
         }
@@ -260,7 +331,7 @@ impl Chart {
                 .iter()
                 .copied()
                 .filter(|(x, y)| *x > 0.0 && y.is_finite())
-                .map(|(x, y)| (sx(x), sy(y)))
+                .map(|(x, y)| (sx(x), plot.sy(y)))
                 .collect();
             if pts.len() > 1 {
                 let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
@@ -288,10 +359,13 @@ mod tests {
 
     #[test]
     fn ticks_are_nice() {
-        assert_eq!(nice_ticks(10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
-        assert_eq!(nice_ticks(0.0).len(), 6);
-        let t = nice_ticks(4321.0);
+        assert_eq!(ticks(10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(ticks(0.0).len(), 2);
+        assert_eq!(ticks(3.0), vec![0.0, 1.0, 2.0, 3.0]);
+        let t = ticks(4321.0);
         assert!(*t.last().unwrap() >= 4321.0 && t.len() <= 7, "{t:?}");
+        assert_eq!(tick_label(1500.0), "1.5k");
+        assert_eq!(tick_label(2_000_000.0), "2M");
     }
 
     #[test]

@@ -1,19 +1,12 @@
 //! The hidden subcommands behind `bench`: `__workload` (the C contention workload,
 //! run in a child with the library preloaded) and `__hog` (a busy loop).
 
-use crate::args::{self, UsageError};
-use crate::Failure;
-
-#[cfg(spinmutex_workload)]
 extern "C" {
     fn spinmutex_contention_main(argc: libc::c_int, argv: *mut *mut libc::c_char) -> libc::c_int;
 }
 
-/// True when build.rs compiled bench/contention.c into this command.
-pub const AVAILABLE: bool = cfg!(spinmutex_workload);
-
-/// `spinmutex __workload ARGS...`: runs the contention workload; its exit status.
-#[cfg(spinmutex_workload)]
+/// `spinmutex __workload ARGS...`: runs the contention workload (bench/contention.c,
+/// compiled by build.rs); its exit status.
 pub fn main(rest: &[String]) -> u8 {
     use std::ffi::CString;
     let mut owned: Vec<CString> = Vec::with_capacity(rest.len() + 1);
@@ -35,18 +28,8 @@ pub fn main(rest: &[String]) -> u8 {
     rc.clamp(0, 255) as u8
 }
 
-#[cfg(not(spinmutex_workload))]
-pub fn main(_rest: &[String]) -> u8 {
-    eprintln!("spinmutex: this build has no contention workload (bench/contention.c was missing)");
-    1
-}
-
 /// `spinmutex __hog PARENT_PID`: spins until the parent goes away or kills it.
-pub fn hog(rest: &[String]) -> Result<u8, Failure> {
-    let parent = match rest {
-        [p] => args::parse_u64("__hog", p, 1, i32::MAX as u64)? as libc::pid_t,
-        _ => return Err(UsageError::new("__hog needs the parent's pid").into()),
-    };
+pub fn hog(parent: libc::pid_t) -> u8 {
     // SAFETY: prctl(PR_SET_PDEATHSIG) only sets this process's attribute.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
     let mut x: u64 = 0;
@@ -57,7 +40,7 @@ pub fn hog(rest: &[String]) -> Result<u8, Failure> {
         // The parent died before PR_SET_PDEATHSIG took effect: we were reparented.
         // SAFETY: getppid(2) cannot fail.
         if unsafe { libc::getppid() } != parent {
-            return Ok(0);
+            return 0;
         }
     }
 }

@@ -1,10 +1,14 @@
-//! Running a child process to completion with `wait4`, which gives its CPU time.
+//! Running a child process to completion with `wait4`, which gives its CPU time, and
+//! collecting what the library said when it loaded in it.
 
 use std::io::{self, Read};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::handshake::Pipe;
+use crate::settings::Effective;
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,6 +54,8 @@ pub struct Finished {
     pub sys_s: f64,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// One entry per process of the run that loaded the library.
+    pub loads: Vec<Effective>,
 }
 
 impl Finished {
@@ -105,12 +111,18 @@ impl Drop for ForegroundSignals {
 /// Spawns `cmd` and waits for it. With `capture`, stdout and stderr are collected
 /// (stdin is /dev/null); otherwise the child shares this process's stdio. With
 /// `foreground`, signals are handled as described at [`ForegroundSignals::install`].
+/// The child gets the handshake pipe; what arrived on it by the time the child exited
+/// is in [`Finished::loads`].
 pub fn run(cmd: &mut Command, capture: bool, foreground: bool) -> io::Result<Finished> {
     if capture {
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     }
+    let mut pipe = Pipe::new()?;
+    pipe.attach(cmd);
     let start = Instant::now();
-    let mut child = cmd.spawn()?;
+    let spawned = cmd.spawn();
+    pipe.close_write();
+    let mut child = spawned?;
     let pid = child.id() as libc::pid_t;
     let guard = foreground.then(|| {
         CHILD_PID.store(pid, Ordering::SeqCst);
@@ -144,6 +156,7 @@ pub fn run(cmd: &mut Command, capture: bool, foreground: bool) -> io::Result<Fin
         Some((o, e)) => (o.join().unwrap_or_default(), e.join().unwrap_or_default()),
         None => (Vec::new(), Vec::new()),
     };
+    let (loads, _) = pipe.take();
     let termination = if libc::WIFSIGNALED(status) {
         Termination::Signaled { signo: libc::WTERMSIG(status), core_dumped: libc::WCOREDUMP(status) }
     } else {
@@ -156,6 +169,7 @@ pub fn run(cmd: &mut Command, capture: bool, foreground: bool) -> io::Result<Fin
         sys_s: timeval_s(usage.ru_stime),
         stdout,
         stderr,
+        loads,
     })
 }
 
@@ -218,11 +232,13 @@ mod tests {
 
     #[test]
     fn runs_and_captures() {
+        // (No library here: the handshake pipe stays empty.)
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", "echo out; echo err >&2; exit 4"]);
         let f = run(&mut cmd, true, false).unwrap();
         assert_eq!(f.termination, Termination::Exited(4));
         assert_eq!(f.stdout, b"out\n");
         assert_eq!(f.stderr, b"err\n");
+        assert!(f.loads.is_empty());
     }
 }

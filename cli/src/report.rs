@@ -11,88 +11,42 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::PathBuf;
 
-use crate::args::{self, Arg, Parser, UsageError};
-use crate::svg::{colour, escape};
-use crate::table::Table;
+use clap::Args;
+use serde_json::{Map, Value};
+
+use crate::svg::{self, colour, escape, Layout};
+use crate::text::{duration_ns, short_count, Table};
 use crate::Failure;
 
-pub const HELP: &str = "\
-spinmutex report: summarise a JSON trace of the library
-
-Usage: spinmutex report [OPTIONS] FILE
-
-FILE is a trace written with SPINMUTEX_TRACE=trace SPINMUTEX_TRACE_FORMAT=json (one JSON
-object per line; `-` reads standard input). The report gives, per strategy and for the
-mutexes with the most contended acquisitions: event counts, how acquisitions ended
-(spin, sleep, handoff), mean/p50/p99/max wait, spin give-up reasons, and log2
-histograms of wait times and of spins per contended acquisition.
-Malformed lines are counted and reported; unknown events are counted.
-
-Options:
-  --svg OUT     also write a chart (wait-time and spins histograms per strategy,
-                hottest mutexes) as SVG to OUT
-  --top N       list the N mutexes with most contended acquisitions (default 20)
-  --ascii       draw histogram bars with '#' instead of block characters
-  -h, --help    this help
-";
-
-/// What `report` was asked to do.
-#[derive(Debug, PartialEq)]
+/// Summarise a JSON trace of the library
+#[derive(Args, Debug, PartialEq)]
+#[command(long_about = "Summarise a JSON trace of the library.\n\n\
+    FILE is a trace written with SPINMUTEX_TRACE=trace SPINMUTEX_TRACE_FORMAT=json (one JSON \
+    object per line; `-` reads standard input). The report gives, per strategy and for the \
+    mutexes with the most contended acquisitions: event counts, how acquisitions ended \
+    (spin, sleep, handoff), mean/p50/p99/max wait, spin give-up reasons, and log2 \
+    histograms of wait times and of spins per contended acquisition. Malformed lines are \
+    counted and reported; unknown events are counted.")]
 pub struct ReportArgs {
+    /// The trace file; `-` reads standard input
+    #[arg(value_name = "FILE")]
     pub file: String,
-    pub svg: Option<PathBuf>,
-    pub top: usize,
+
+    /// Also write a chart (wait-time and spins histograms per strategy, hottest
+    /// mutexes) as SVG to OUT
+    #[arg(long, value_name = "OUT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub svg: Option<String>,
+
+    /// List the N mutexes with most contended acquisitions
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub top: u64,
+
+    /// Draw histogram bars with '#' instead of block characters
+    #[arg(long)]
     pub ascii: bool,
 }
 
-/// Parses `report`'s arguments; Ok(None) means help was printed.
-pub fn parse(argv: &[String]) -> Result<Option<ReportArgs>, UsageError> {
-    let mut p = Parser::new(argv);
-    let mut file: Option<String> = None;
-    let mut svg = None;
-    let mut top = 20;
-    let mut ascii = false;
-    let positional = |f: String, file: &mut Option<String>| {
-        if let Some(first) = file {
-            return Err(UsageError::new(format!("one trace file only ('{first}' and '{f}' given)")));
-        }
-        *file = Some(f);
-        Ok(())
-    };
-    while let Some(arg) = p.next_arg()? {
-        match arg {
-            Arg::Opt(o) => match o.as_str() {
-                "-h" | "--help" => {
-                    print!("{HELP}");
-                    return Ok(None);
-                }
-                "--svg" => {
-                    let v = p.value(&o)?;
-                    if v.is_empty() {
-                        return Err(UsageError::new("--svg: the value must not be empty"));
-                    }
-                    svg = Some(PathBuf::from(v));
-                }
-                "--top" => top = args::parse_u64(&o, &p.value(&o)?, 1, 100_000)? as usize,
-                "--ascii" => ascii = true,
-                _ => return Err(UsageError::new(format!("unknown option '{o}'"))),
-            },
-            Arg::Positional(f) => positional(f, &mut file)?,
-            Arg::Rest(rest) => {
-                for f in rest {
-                    positional(f, &mut file)?;
-                }
-            }
-        }
-    }
-    let Some(file) = file else {
-        return Err(UsageError::new("no trace file given (spinmutex report [OPTIONS] FILE)"));
-    };
-    Ok(Some(ReportArgs { file, svg, top, ascii }))
-}
-
-pub fn main(argv: &[String]) -> Result<u8, Failure> {
-    let Some(a) = parse(argv)? else { return Ok(0) };
+pub fn main(a: ReportArgs) -> Result<u8, Failure> {
     let mut trace = Trace::default();
     let read = if a.file == "-" {
         trace.read(std::io::stdin().lock())
@@ -102,10 +56,10 @@ pub fn main(argv: &[String]) -> Result<u8, Failure> {
         trace.read(BufReader::new(f))
     };
     read.map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", a.file)))?;
-    let text = render_text(&trace, &a.file, a.top, a.ascii);
+    let text = render_text(&trace, &a.file, a.top as usize, a.ascii);
     if let Some(out) = &a.svg {
-        let svg = render_svg(&trace, &a.file);
-        std::fs::write(out, svg)
+        let out = PathBuf::from(out);
+        std::fs::write(&out, render_svg(&trace, &a.file))
             .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", out.display())))?;
     }
     let mut stdout = std::io::stdout().lock();
@@ -116,276 +70,51 @@ pub fn main(argv: &[String]) -> Result<u8, Failure> {
         Err(e) => return Err(Failure::Runtime(format!("cannot write the report: {e}"))),
     }
     if let Some(out) = &a.svg {
-        eprintln!("spinmutex: wrote {}", out.display());
+        eprintln!("spinmutex report: wrote {out}");
     }
     Ok(0)
 }
 
 // ---------------------------------------------------------------- one JSON line
 
-/// A value of a trace record. Nested arrays and objects are accepted and skipped.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Val {
-    Str(String),
-    /// The number as written (validated JSON number syntax).
-    Num(String),
-    Bool(bool),
-    Null,
-    Nested,
-}
-
-/// One trace line: its keys and values in order.
+/// One trace line: a JSON object.
 #[derive(Debug, Default, PartialEq)]
-pub struct Record(pub Vec<(String, Val)>);
+pub struct Record(pub Map<String, Value>);
 
 impl Record {
     /// The value of `key` (the last one, should a key repeat).
-    pub fn get(&self, key: &str) -> Option<&Val> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
     }
 
     pub fn str(&self, key: &str) -> Option<&str> {
-        match self.get(key)? {
-            Val::Str(s) => Some(s),
-            _ => None,
-        }
+        self.get(key)?.as_str()
     }
 
     /// A non-negative whole number (written as an integer, or as a float that is one).
     pub fn u64(&self, key: &str) -> Option<u64> {
-        match self.get(key)? {
-            Val::Num(n) => n.parse::<u64>().ok().or_else(|| {
-                let f: f64 = n.parse().ok()?;
-                (f >= 0.0 && f.fract() == 0.0 && f < 1.8e19).then_some(f as u64)
-            }),
-            _ => None,
-        }
+        let v = self.get(key)?;
+        v.as_u64().or_else(|| {
+            let f = v.as_f64()?;
+            (f >= 0.0 && f.fract() == 0.0 && f < 1.8e19).then_some(f as u64)
+        })
     }
 
     pub fn i64(&self, key: &str) -> Option<i64> {
-        match self.get(key)? {
-            Val::Num(n) => n.parse::<i64>().ok().or_else(|| {
-                let f: f64 = n.parse().ok()?;
-                (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
-            }),
-            _ => None,
-        }
+        let v = self.get(key)?;
+        v.as_i64().or_else(|| {
+            let f = v.as_f64()?;
+            (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+        })
     }
 }
 
 /// Parses one line holding one JSON object.
 pub fn parse_line(line: &str) -> Result<Record, String> {
-    let mut p = JsonParser { s: line.as_bytes(), i: 0 };
-    p.ws();
-    let fields = p.object_fields()?;
-    p.ws();
-    if p.i != p.s.len() {
-        return Err(format!("unexpected text after the object at byte {}", p.i));
-    }
-    Ok(Record(fields))
-}
-
-struct JsonParser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-const MAX_DEPTH: usize = 64;
-
-impl JsonParser<'_> {
-    fn ws(&mut self) {
-        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\n' | b'\r') {
-            self.i += 1;
-        }
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn expect(&mut self, c: u8) -> Result<(), String> {
-        if self.peek() == Some(c) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(format!("expected '{}' at byte {}", c as char, self.i))
-        }
-    }
-
-    /// `{ "k": v, ... }`, keeping the values that are not nested.
-    fn object_fields(&mut self) -> Result<Vec<(String, Val)>, String> {
-        self.expect(b'{')?;
-        let mut fields = Vec::new();
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            return Ok(fields);
-        }
-        loop {
-            self.ws();
-            let key = self.string()?;
-            self.ws();
-            self.expect(b':')?;
-            self.ws();
-            let v = self.value(1)?;
-            fields.push((key, v));
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    return Ok(fields);
-                }
-                _ => return Err(format!("expected ',' or '}}' at byte {}", self.i)),
-            }
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Val, String> {
-        match self.peek() {
-            Some(b'"') => Ok(Val::Str(self.string()?)),
-            Some(b'{' | b'[') => {
-                self.skip_nested(depth)?;
-                Ok(Val::Nested)
-            }
-            Some(b't') => self.word("true", Val::Bool(true)),
-            Some(b'f') => self.word("false", Val::Bool(false)),
-            Some(b'n') => self.word("null", Val::Null),
-            Some(b'-' | b'0'..=b'9') => Ok(Val::Num(self.number()?)),
-            _ => Err(format!("expected a value at byte {}", self.i)),
-        }
-    }
-
-    fn word(&mut self, w: &str, v: Val) -> Result<Val, String> {
-        if self.s[self.i..].starts_with(w.as_bytes()) {
-            self.i += w.len();
-            Ok(v)
-        } else {
-            Err(format!("expected a value at byte {}", self.i))
-        }
-    }
-
-    fn skip_nested(&mut self, depth: usize) -> Result<(), String> {
-        if depth > MAX_DEPTH {
-            return Err("nested too deeply".to_string());
-        }
-        let close = if self.peek() == Some(b'{') { b'}' } else { b']' };
-        self.i += 1;
-        self.ws();
-        if self.peek() == Some(close) {
-            self.i += 1;
-            return Ok(());
-        }
-        loop {
-            self.ws();
-            if close == b'}' {
-                self.string()?;
-                self.ws();
-                self.expect(b':')?;
-                self.ws();
-            }
-            self.value(depth + 1)?;
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(c) if c == close => {
-                    self.i += 1;
-                    return Ok(());
-                }
-                _ => return Err(format!("unterminated array or object at byte {}", self.i)),
-            }
-        }
-    }
-
-    fn number(&mut self) -> Result<String, String> {
-        let start = self.i;
-        let digits = |p: &mut Self| {
-            let d0 = p.i;
-            while p.peek().is_some_and(|c| c.is_ascii_digit()) {
-                p.i += 1;
-            }
-            p.i - d0
-        };
-        if self.peek() == Some(b'-') {
-            self.i += 1;
-        }
-        let int_start = self.i;
-        let n = digits(self);
-        if n == 0 || (n > 1 && self.s[int_start] == b'0') {
-            return Err(format!("bad number at byte {start}"));
-        }
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            if digits(self) == 0 {
-                return Err(format!("bad number at byte {start}"));
-            }
-        }
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.i += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.i += 1;
-            }
-            if digits(self) == 0 {
-                return Err(format!("bad number at byte {start}"));
-            }
-        }
-        // The slice is ASCII by construction.
-        Ok(String::from_utf8_lossy(&self.s[start..self.i]).into_owned())
-    }
-
-    fn string(&mut self) -> Result<String, String> {
-        self.expect(b'"')?;
-        let mut out: Vec<u8> = Vec::new();
-        loop {
-            let Some(c) = self.peek() else { return Err("unterminated string".to_string()) };
-            self.i += 1;
-            match c {
-                b'"' => break,
-                b'\\' => {
-                    let Some(e) = self.peek() else { return Err("unterminated string".to_string()) };
-                    self.i += 1;
-                    match e {
-                        b'"' => out.push(b'"'),
-                        b'\\' => out.push(b'\\'),
-                        b'/' => out.push(b'/'),
-                        b'b' => out.push(8),
-                        b'f' => out.push(12),
-                        b'n' => out.push(b'\n'),
-                        b'r' => out.push(b'\r'),
-                        b't' => out.push(b'\t'),
-                        b'u' => {
-                            let mut cp = self.hex4()?;
-                            if (0xd800..0xdc00).contains(&cp) && self.s[self.i..].starts_with(b"\\u") {
-                                let save = self.i;
-                                self.i += 2;
-                                let lo = self.hex4()?;
-                                if (0xdc00..0xe000).contains(&lo) {
-                                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                                } else {
-                                    self.i = save;
-                                }
-                            }
-                            let ch = char::from_u32(cp).unwrap_or('\u{fffd}');
-                            let mut buf = [0u8; 4];
-                            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                        }
-                        _ => return Err(format!("bad escape at byte {}", self.i - 1)),
-                    }
-                }
-                c if c < 0x20 => return Err(format!("control character in a string at byte {}", self.i - 1)),
-                c => out.push(c),
-            }
-        }
-        // The input is a &str and escapes are encoded as UTF-8: always valid.
-        Ok(String::from_utf8_lossy(&out).into_owned())
-    }
-
-    fn hex4(&mut self) -> Result<u32, String> {
-        let h = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
-        let h = std::str::from_utf8(h).map_err(|_| "bad \\u escape")?;
-        let v = u32::from_str_radix(h, 16).map_err(|_| format!("bad \\u escape at byte {}", self.i))?;
-        self.i += 4;
-        Ok(v)
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(map)) => Ok(Record(map)),
+        Ok(_) => Err("not a JSON object".to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -645,52 +374,12 @@ impl Trace {
 
 /// Nanoseconds in the unit that suits them: `850ns`, `12.3µs`, `4.10ms`, `1.20s`.
 pub fn fmt_ns(ns: f64) -> String {
-    if !ns.is_finite() {
-        return "-".to_string();
-    }
-    let (v, unit) = if ns < 1e3 {
-        return format!("{ns:.0}ns");
-    } else if ns < 1e6 {
-        (ns / 1e3, "µs")
-    } else if ns < 1e9 {
-        (ns / 1e6, "ms")
-    } else {
-        (ns / 1e9, "s")
-    };
-    if v < 10.0 {
-        format!("{v:.2}{unit}")
-    } else if v < 100.0 {
-        format!("{v:.1}{unit}")
-    } else {
-        format!("{v:.0}{unit}")
-    }
+    duration_ns(ns, false)
 }
 
 /// A bucket's lower bound, short: `0`, `512ns`, `1.0µs`, `16µs`.
 fn short_ns(v: u64) -> String {
-    let f = v as f64;
-    let (x, unit) = if f < 1e3 {
-        return format!("{v}ns");
-    } else if f < 1e6 {
-        (f / 1e3, "µs")
-    } else if f < 1e9 {
-        (f / 1e6, "ms")
-    } else {
-        (f / 1e9, "s")
-    };
-    if x < 10.0 {
-        format!("{x:.1}{unit}")
-    } else {
-        format!("{x:.0}{unit}")
-    }
-}
-
-fn short_count(v: u64) -> String {
-    match v {
-        0..=9_999 => v.to_string(),
-        10_000..=9_999_999 => format!("{}k", v / 1000),
-        _ => format!("{}M", v / 1_000_000),
-    }
+    duration_ns(v as f64, true)
 }
 
 /// The label of a wait-time bucket: `0`, `1ns`, `512ns-1.0µs`.
@@ -922,28 +611,11 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
 
 // ---------------------------------------------------------------- SVG
 
-const PANEL_W: f64 = 520.0;
-const PANEL_H: f64 = 300.0;
-const PAD_L: f64 = 64.0;
-const PAD_R: f64 = 16.0;
-const PAD_T: f64 = 30.0;
-const PAD_B: f64 = 58.0;
+const LAYOUT: Layout =
+    Layout { panel_w: 520.0, panel_h: 300.0, left: 64.0, right: 16.0, top: 30.0, bottom: 58.0 };
+const PANEL_W: f64 = LAYOUT.panel_w;
+const PANEL_H: f64 = LAYOUT.panel_h;
 const TOP_MUTEXES_IN_SVG: usize = 10;
-
-/// Axis ticks 0, step, ..., ≥ max with a 1-2-5 step.
-fn ticks(max: f64) -> Vec<f64> {
-    let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
-    let raw = max / 5.0;
-    let p = 10f64.powi(raw.log10().floor() as i32);
-    let step = [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * p).find(|s| *s >= raw).unwrap_or(10.0 * p);
-    let step = step.max(1.0);
-    let n = (max / step).ceil().max(1.0) as usize;
-    (0..=n).map(|i| i as f64 * step).collect()
-}
-
-fn tick_label(v: f64) -> String {
-    short_count(v.round() as u64)
-}
 
 /// One histogram panel: bucket groups on x, one bar per strategy in each group.
 fn svg_hist_panel(
@@ -955,49 +627,24 @@ fn svg_hist_panel(
     series: &[(&str, &Hist)],
     label: fn(u64) -> String,
 ) {
-    let (pw, ph) = (PANEL_W - PAD_L - PAD_R, PANEL_H - PAD_T - PAD_B);
-    let (px, py) = (ox + PAD_L, oy + PAD_T);
+    let mut plot = LAYOUT.plot(ox, oy, 1.0, 1.0);
+    let (px, py, pw, ph) = (plot.x, plot.y, plot.w, plot.h);
     let _ = writeln!(s, "<g>");
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="13" font-weight="bold">{}</text>"#,
-        px + pw / 2.0,
-        oy + 18.0,
-        escape(title)
-    );
+    plot.title(s, oy + 18.0, title);
     let span =
         series.iter().filter_map(|(_, h)| h.span()).fold(None, |acc: Option<(usize, usize)>, (lo, hi)| {
             Some(acc.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))))
         });
-    let _ = writeln!(
-        s,
-        r##"<rect x="{px:.1}" y="{py:.1}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#888"/>"##
-    );
+    plot.border(s);
     let Some((lo, hi)) = span else {
-        let _ = writeln!(
-            s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#666">no data</text>"##,
-            px + pw / 2.0,
-            py + ph / 2.0
-        );
+        plot.note(s, "no data");
         let _ = writeln!(s, "</g>");
         return;
     };
     let max = series.iter().flat_map(|(_, h)| h.0[lo..=hi].iter().copied()).max().unwrap_or(1) as f64;
-    let ticks = ticks(max);
-    let top = ticks.last().copied().unwrap_or(1.0).max(1.0);
-    let sy = |v: f64| py + ph - v / top * ph;
-    for t in &ticks {
-        let y = sy(*t);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{px:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e6e6e6"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            px + pw,
-            px - 5.0,
-            y + 4.0,
-            tick_label(*t)
-        );
-    }
+    let ticks = svg::ticks(max);
+    plot.top = ticks.last().copied().unwrap_or(1.0).max(1.0);
+    plot.y_grid(s, &ticks);
     let groups = hi - lo + 1;
     let gw = pw / groups as f64;
     let n = series.len().max(1) as f64;
@@ -1020,7 +667,7 @@ fn svg_hist_panel(
                 continue;
             }
             let x = gx + gw * 0.1 + i as f64 * bw;
-            let y = sy(c as f64);
+            let y = plot.sy(c as f64);
             let _ = writeln!(
                 s,
                 r#"<rect x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{:.1}" fill="{}"><title>{} {}: {c}</title></rect>"#,
@@ -1031,18 +678,7 @@ fn svg_hist_panel(
             );
         }
     }
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-        px + pw / 2.0,
-        oy + PANEL_H - 6.0,
-        escape(x_label)
-    );
-    let (lx, ly) = (ox + 14.0, py + ph / 2.0);
-    let _ = writeln!(
-        s,
-        r#"<text x="{lx:.1}" y="{ly:.1}" text-anchor="middle" transform="rotate(-90 {lx:.1} {ly:.1})">contended acquisitions</text>"#
-    );
+    plot.axis_labels(s, x_label, oy + PANEL_H - 6.0, "contended acquisitions", ox + 14.0);
     let _ = writeln!(s, "</g>");
 }
 
@@ -1051,29 +687,21 @@ fn svg_mutex_panel(s: &mut String, ox: f64, oy: f64, t: &Trace, strategies: &[&s
     let hot: Vec<(&MutexKey, &Stats)> =
         t.hottest().into_iter().filter(|(_, st)| st.acquired() > 0).take(TOP_MUTEXES_IN_SVG).collect();
     let label_w = 250.0;
-    let (px, py) = (ox + label_w, oy + PAD_T);
-    let (pw, ph) = (2.0 * PANEL_W - label_w - PAD_R - 60.0, PANEL_H - PAD_T - PAD_B);
+    // Two panels wide, the mutexes' names on the left.
+    let mut plot = LAYOUT.plot(ox + label_w - LAYOUT.left, oy, 2.0, 1.0);
+    plot.w -= label_w - LAYOUT.left + 60.0;
+    let (px, py, pw, ph) = (plot.x, plot.y, plot.w, plot.h);
     let _ = writeln!(s, "<g>");
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="13" font-weight="bold">Hottest mutexes: contended acquisitions</text>"#,
-        ox + PANEL_W,
-        oy + 18.0
-    );
+    plot.title(s, oy + 18.0, "Hottest mutexes: contended acquisitions");
     if hot.is_empty() {
-        let _ = writeln!(
-            s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#666">no contended acquisitions</text>"##,
-            ox + PANEL_W,
-            py + ph / 2.0
-        );
+        plot.note(s, "no contended acquisitions");
         let _ = writeln!(s, "</g>");
         return;
     }
     let max = hot.iter().map(|(_, st)| st.acquired()).max().unwrap_or(1) as f64;
-    let ticks = ticks(max);
-    let top = ticks.last().copied().unwrap_or(1.0).max(1.0);
-    let sx = |v: f64| px + v / top * pw;
+    let ticks = svg::ticks(max);
+    plot.top = ticks.last().copied().unwrap_or(1.0).max(1.0);
+    let sx = |v: f64| px + v / plot.top * pw;
     for tk in &ticks {
         let x = sx(*tk);
         let _ = writeln!(
@@ -1081,7 +709,7 @@ fn svg_mutex_panel(s: &mut String, ox: f64, oy: f64, t: &Trace, strategies: &[&s
             r##"<line x1="{x:.1}" y1="{py:.1}" x2="{x:.1}" y2="{:.1}" stroke="#e6e6e6"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             py + ph,
             py + ph + 14.0,
-            tick_label(*tk)
+            svg::tick_label(*tk)
         );
     }
     let rh = ph / TOP_MUTEXES_IN_SVG as f64;
@@ -1114,10 +742,7 @@ fn svg_mutex_panel(s: &mut String, ox: f64, oy: f64, t: &Trace, strategies: &[&s
             y + rh * 0.65
         );
     }
-    let _ = writeln!(
-        s,
-        r##"<rect x="{px:.1}" y="{py:.1}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#888"/>"##
-    );
+    plot.border(s);
     let _ = writeln!(s, "</g>");
 }
 
@@ -1127,7 +752,6 @@ pub fn render_svg(t: &Trace, file: &str) -> String {
     let header = 70.0;
     let height = header + 2.0 * PANEL_H + 10.0;
     let strategies: Vec<&str> = t.by_strategy.keys().map(String::as_str).collect();
-    let mut s = crate::svg::document_start(width, height, &format!("spinmutex report: {file}"));
     let acquired: u64 = t.by_strategy.values().map(Stats::acquired).sum();
     let mut sub =
         format!("{} events, {} contended acquisitions, {} mutexes", t.events, acquired, t.by_mutex.len());
@@ -1137,7 +761,7 @@ pub fn render_svg(t: &Trace, file: &str) -> String {
     if t.dropped > 0 {
         let _ = write!(sub, ", {} events dropped by the writer", t.dropped);
     }
-    let _ = writeln!(s, r##"<text x="10" y="38" fill="#444">{}</text>"##, escape(&sub));
+    let mut s = svg::document_start(width, height, &format!("spinmutex report: {file}"), &sub);
     let mut lx = 10.0;
     for (i, name) in strategies.iter().enumerate() {
         let _ = writeln!(
@@ -1183,7 +807,6 @@ pub fn render_svg(t: &Trace, file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::words as sv;
 
     #[test]
     fn parses_flat_objects() {
@@ -1196,8 +819,8 @@ mod tests {
         assert_eq!(r.u64("wait_ns"), Some(3400));
         assert_eq!(r.i64("result"), Some(-1));
         assert_eq!(r.u64("result"), None);
-        assert_eq!(r.get("ok"), Some(&Val::Bool(true)));
-        assert_eq!(r.get("x"), Some(&Val::Null));
+        assert_eq!(r.get("ok"), Some(&Value::Bool(true)));
+        assert_eq!(r.get("x"), Some(&Value::Null));
         assert_eq!(r.str("spins"), None, "a number is not a string");
         assert_eq!(parse_line("{}").unwrap(), Record::default());
     }
@@ -1208,7 +831,7 @@ mod tests {
             parse_line(r#"{"s":"a\"b\\c\/d\n\u00e9\ud83d\ude00","n":{"a":[1,{"b":"}"}],"c":[]},"e":"x"}"#)
                 .unwrap();
         assert_eq!(r.str("s"), Some("a\"b\\c/d\né😀"));
-        assert_eq!(r.get("n"), Some(&Val::Nested));
+        assert!(r.get("n").is_some_and(Value::is_object));
         assert_eq!(r.str("e"), Some("x"));
     }
 
@@ -1235,7 +858,7 @@ mod tests {
         ] {
             assert!(parse_line(bad).is_err(), "accepted {bad:?}");
         }
-        let deep = format!("{{\"a\":{}{}}}", "[".repeat(100), "]".repeat(100));
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
         assert!(parse_line(&deep).is_err());
     }
 
@@ -1332,29 +955,22 @@ mod tests {
         assert!(svg.contains("no data"));
     }
 
-    #[test]
-    fn arguments() {
-        let a = parse(&sv(&["t.json", "--svg", "o.svg", "--top=3", "--ascii"])).unwrap().unwrap();
-        assert_eq!(
-            a,
-            ReportArgs { file: "t.json".into(), svg: Some(PathBuf::from("o.svg")), top: 3, ascii: true }
-        );
-        assert_eq!(parse(&sv(&["--", "-"])).unwrap().unwrap().file, "-");
-        assert!(parse(&sv(&[])).is_err());
-        assert!(parse(&sv(&["a", "b"])).is_err());
-        assert!(parse(&sv(&["a", "--svg"])).is_err());
-        assert!(parse(&sv(&["a", "--top", "0"])).is_err());
-        assert!(parse(&sv(&["a", "--bogus"])).is_err());
+    fn parse(args: &[&str]) -> Result<ReportArgs, clap::Error> {
+        crate::parse_args(args)
     }
 
     #[test]
-    fn formats_durations() {
-        assert_eq!(fmt_ns(850.0), "850ns");
-        assert_eq!(fmt_ns(12_340.0), "12.3µs");
-        assert_eq!(fmt_ns(4_100_000.0), "4.10ms");
-        assert_eq!(fmt_ns(1.2e9), "1.20s");
-        assert_eq!(short_ns(1024), "1.0µs");
-        assert_eq!(short_ns(512), "512ns");
+    fn arguments() {
+        let a = parse(&["t.json", "--svg", "o.svg", "--top=3", "--ascii"]).unwrap();
+        assert_eq!(a, ReportArgs { file: "t.json".into(), svg: Some("o.svg".into()), top: 3, ascii: true });
+        assert_eq!(parse(&["--", "-"]).unwrap().file, "-");
+        assert_eq!(parse(&["-"]).unwrap().file, "-");
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["a", "b"]).is_err());
+        assert!(parse(&["a", "--svg"]).is_err());
+        assert!(parse(&["a", "--svg", ""]).is_err());
+        assert!(parse(&["a", "--top", "0"]).is_err());
+        assert!(parse(&["a", "--bogus"]).is_err());
     }
 
     #[test]

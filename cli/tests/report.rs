@@ -1,6 +1,7 @@
 //! Integration tests of `spinmutex report`: a synthetic JSON trace with several
 //! mutexes and strategies (and a malformed line) is summarised as text and as SVG.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::fmt::Write as _;
@@ -8,7 +9,12 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{bin_path, run_bounded, Outcome};
+use common::harness::{tests, Suite};
+use common::{run_bounded, scratch, Outcome};
+
+fn bin_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spinmutex"))
+}
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -20,13 +26,6 @@ fn report(args: &[&str]) -> Outcome {
 
 fn code(o: &Outcome) -> Option<i32> {
     o.status.and_then(|s| s.code())
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("spinmutex-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
 }
 
 const HOT: &str = "0x5581c2a3b040";
@@ -86,10 +85,9 @@ fn synthetic_trace() -> String {
     t
 }
 
-#[test]
 fn report_names_the_hottest_mutex_first_with_counts() {
-    let dir = temp_dir("text");
-    let file = dir.join("trace.jsonl");
+    let dir = scratch();
+    let file = dir.path().join("trace.jsonl");
     std::fs::write(&file, synthetic_trace()).unwrap();
     let o = report(&[file.to_str().unwrap()]);
     o.assert_success("report");
@@ -140,14 +138,12 @@ fn report_names_the_hottest_mutex_first_with_counts() {
     assert!(o.stdout.contains("(1 of 5, by contended acquisitions)"), "{}", o.stdout);
     assert!(!o.stdout.contains('█') && o.stdout.contains("|#"), "{}", o.stdout);
     assert!(!o.stdout.contains("-- #2 mutex"), "{}", o.stdout);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
 fn report_writes_a_well_formed_svg() {
-    let dir = temp_dir("svg");
-    let file = dir.join("trace.jsonl");
-    let svg = dir.join("out.svg");
+    let dir = scratch();
+    let file = dir.path().join("trace.jsonl");
+    let svg = dir.path().join("out.svg");
     std::fs::write(&file, synthetic_trace()).unwrap();
     let o = report(&[file.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
     o.assert_success("report --svg");
@@ -178,29 +174,25 @@ fn report_writes_a_well_formed_svg() {
         assert!(text.contains(want), "SVG lacks {want}");
     }
     assert!(o.stdout.contains(HOT), "the text report is still printed");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
 fn report_reads_standard_input() {
-    let dir = temp_dir("stdin");
-    let file = dir.join("trace.jsonl");
+    let dir = scratch();
+    let file = dir.path().join("trace.jsonl");
     std::fs::write(&file, synthetic_trace()).unwrap();
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(r#""$1" report - < "$2""#).arg("sh").arg(bin_path()).arg(&file);
     let o = run_bounded(cmd, LIMIT);
     o.assert_success("report -");
     assert!(o.stdout.contains("spinmutex report: -") && o.stdout.contains(HOT), "{}", o.stdout);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
 fn report_errors() {
     // Bad arguments: exit 2 with a message.
     for args in [&[][..], &["--top"][..], &["a", "b"][..], &["a", "--frob"][..], &["a", "--top", "0"][..]] {
         let o = report(args);
         assert_eq!(code(&o), Some(2), "{args:?}: {o:?}");
-        assert!(o.stderr.contains("spinmutex: "), "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains("error: "), "{args:?}: {}", o.stderr);
     }
     // Unreadable file: exit 1 with a message.
     let o = report(&["/nonexistent/trace.jsonl"]);
@@ -210,8 +202,8 @@ fn report_errors() {
     let o = report(&["/"]);
     assert_eq!(code(&o), Some(1), "{o:?}");
     // An unwritable SVG: exit 1.
-    let dir = temp_dir("errors");
-    let file = dir.join("trace.jsonl");
+    let dir = scratch();
+    let file = dir.path().join("trace.jsonl");
     std::fs::write(&file, synthetic_trace()).unwrap();
     let o = report(&[file.to_str().unwrap(), "--svg", "/nonexistent/dir/out.svg"]);
     assert_eq!(code(&o), Some(1), "{o:?}");
@@ -224,5 +216,16 @@ fn report_errors() {
     let o = report(&[file.to_str().unwrap()]);
     o.assert_success("report of garbage");
     assert!(o.stdout.contains("2 malformed lines skipped") && o.stdout.contains("no events"), "{}", o.stdout);
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn main() -> std::process::ExitCode {
+    let mut suite = Suite::new();
+    tests!(
+        suite,
+        report_names_the_hottest_mutex_first_with_counts,
+        report_writes_a_well_formed_svg,
+        report_reads_standard_input,
+        report_errors,
+    );
+    suite.run()
 }

@@ -1,0 +1,46 @@
+//! Builds the C side of the command with the system compilers:
+//!
+//! * `../bench/contention.c`, the contention workload of `spinmutex bench`, into a
+//!   static library linked into the command only (never into the preloaded library);
+//! * the few programs of `../c-tests/` that the command's tests run, into
+//!   `$OUT_DIR/c-tests/`, read by the tests from `SPINMUTEX_C_TESTS_DIR`: `ab_tiny`, and
+//!   `ab_tiny_static` (the same, linked statically: the library cannot load in it) when
+//!   glibc's static libraries are installed.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+include!("../build-support/cbuild.rs");
+
+fn main() {
+    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    println!("cargo:rerun-if-changed=../build-support");
+
+    let workload = Path::new("../bench/contention.c");
+    println!("cargo:rerun-if-changed={}", workload.display());
+    let obj = out.join("contention.o");
+    let mut cmd = Command::new("cc");
+    cmd.args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-fPIC", "-c", "-o"]).arg(&obj).arg(workload);
+    run(cmd, workload);
+    let archive = out.join("libspinmutex_contention.a");
+    let _ = fs::remove_file(&archive);
+    let mut ar = Command::new("ar");
+    ar.arg("crs").arg(&archive).arg(&obj);
+    run(ar, workload);
+    println!("cargo:rustc-link-search=native={}", out.display());
+    println!("cargo:rustc-link-lib=static=spinmutex_contention");
+    println!("cargo:rustc-link-lib=m");
+
+    let tests_out = out.join("c-tests");
+    fs::create_dir_all(&tests_out).expect("create c-tests output directory");
+    println!("cargo:rustc-env=SPINMUTEX_C_TESTS_DIR={}", tests_out.display());
+    let ab_tiny = Path::new("../c-tests/ab_tiny.c");
+    compile_program(ab_tiny, &tests_out.join("ab_tiny"), &[]);
+    let static_exe = tests_out.join("ab_tiny_static");
+    let _ = fs::remove_file(&static_exe);
+    if can_link_static() {
+        compile_program(ab_tiny, &static_exe, &["-static"]);
+    }
+}

@@ -1,0 +1,160 @@
+//! `spinmutex`: run programs with `libspinmutex.so` preloaded, A/B test lock strategies
+//! with statistics, run the contention benchmark grid, and summarise traces.
+//!
+//! This crate never links the interposer: the library is a `cdylib` that the command
+//! only ever puts into a child's `LD_PRELOAD`. The crate is a library too so that the
+//! integration tests can read the JSON reports into the types that wrote them.
+
+pub mod ab;
+pub mod bench;
+mod child;
+mod handshake;
+mod library;
+mod machine;
+mod metric;
+mod progress;
+pub mod report;
+mod run;
+mod settings;
+mod stats;
+mod svg;
+mod text;
+mod workload;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+pub use machine::Machine;
+pub use metric::Direction;
+pub use settings::Effective;
+
+/// The command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "spinmutex",
+    version,
+    about = "Run programs with libspinmutex.so preloaded and compare pthread mutex strategies",
+    long_about = "Run programs with libspinmutex.so preloaded and compare pthread mutex strategies.\n\n\
+                  The library is found in SPINMUTEX_LIB when that is set, else beside this command, \
+                  else in ../lib relative to it. Every run proves that the library loaded with the \
+                  settings asked for. Bad arguments exit with status 2.",
+    arg_required_else_help = true,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    Run(run::RunArgs),
+    Ab(ab::AbArgs),
+    Bench(bench::BenchArgs),
+    Report(report::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) of spinmutex, or of one of its subcommands
+    Man {
+        /// run, ab, bench or report
+        subcommand: Option<String>,
+    },
+    /// The contention workload of `bench`, run in a child process
+    #[command(name = "__workload", hide = true, disable_help_flag = true)]
+    Workload {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// A busy loop beside `bench --hogs`
+    #[command(name = "__hog", hide = true)]
+    Hog {
+        parent: i32,
+    },
+}
+
+/// What a subcommand failed with.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad arguments found after parsing: exit status 2 with the subcommand's usage.
+    Usage(&'static str, String),
+    /// Anything else: message, exit status 1.
+    Runtime(String),
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (sub, result) = match cli.command {
+        Cmd::Run(a) => ("run", run::main(a)),
+        Cmd::Ab(a) => ("ab", ab::main(a)),
+        Cmd::Bench(a) => ("bench", bench::main(a)),
+        Cmd::Report(a) => ("report", report::main(a)),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "spinmutex", &mut std::io::stdout());
+            ("completions", Ok(0))
+        }
+        Cmd::Man { subcommand } => ("man", man(subcommand.as_deref())),
+        Cmd::Workload { args } => ("__workload", Ok(workload::main(&args))),
+        Cmd::Hog { parent } => ("__hog", Ok(workload::hog(parent))),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(Failure::Usage(sub, msg)) => {
+            let mut cmd = Cli::command();
+            let cmd = cmd.find_subcommand_mut(sub).expect("a known subcommand");
+            cmd.error(clap::error::ErrorKind::ValueValidation, msg).exit()
+        }
+        Err(Failure::Runtime(msg)) => {
+            eprintln!("spinmutex {sub}: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn man(sub: Option<&str>) -> Result<u8, Failure> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let page = match sub {
+        None => cmd,
+        Some(name) => {
+            let found = cmd.get_subcommands().find(|c| c.get_name() == name && !c.is_hide_set()).cloned();
+            let Some(found) = found else {
+                return Err(Failure::Usage(
+                    "man",
+                    format!("no subcommand '{name}' (run, ab, bench, report)"),
+                ));
+            };
+            found.name(format!("spinmutex-{name}"))
+        }
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(page)
+        .render(&mut out)
+        .map_err(|e| Failure::Runtime(format!("cannot render the man page: {e}")))?;
+    use std::io::Write;
+    std::io::stdout()
+        .write_all(&out)
+        .map_err(|e| Failure::Runtime(format!("cannot write the man page: {e}")))?;
+    Ok(0)
+}
+
+/// Test helper: parses `args` into the options of one subcommand, `A`.
+#[cfg(test)]
+pub(crate) fn parse_args<A: clap::Args + clap::FromArgMatches>(args: &[&str]) -> Result<A, clap::Error> {
+    let cmd = A::augment_args(clap::Command::new("test"));
+    let matches = cmd.try_get_matches_from(std::iter::once("test").chain(args.iter().copied()))?;
+    A::from_arg_matches(&matches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,643 @@
+//! Integration tests of the `spinmutex` command: help, usage errors before anything
+//! runs, `run`, `ab` (verdicts, JSON, a static binary, failed runs and metrics),
+//! `bench`, completions and the man page, and the install script.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::harness::{tests, Need, Suite};
+use common::{c_test, lib_path, preloaded, run_bounded, scratch, Outcome};
+use spinmutex_cli::ab::AbReport;
+use spinmutex_cli::bench::BenchReport;
+use spinmutex_cli::Direction;
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spinmutex"))
+}
+
+/// The command with a clean environment (no SPINMUTEX_*, no LD_PRELOAD) and the
+/// library of this build.
+fn spinmutex(args: &[&str]) -> Command {
+    let mut cmd = preloaded(bin(), None);
+    cmd.env("SPINMUTEX_LIB", lib_path()).args(args);
+    cmd
+}
+
+fn run(args: &[&str]) -> Outcome {
+    run_bounded(spinmutex(args), LIMIT)
+}
+
+fn code(o: &Outcome) -> Option<i32> {
+    o.status.and_then(|s| s.code())
+}
+
+fn ab_tiny() -> PathBuf {
+    c_test("ab_tiny")
+}
+
+fn ab_tiny_static() -> PathBuf {
+    c_test("ab_tiny_static")
+}
+
+// ---------------------------------------------------------------- help and usage
+
+const SHARED_OPTIONS: &[&str] = &[
+    "--spin-limit",
+    "--max-spinners",
+    "--handoff-after",
+    "--handoff-wait",
+    "--fair",
+    "--trace",
+    "--stats",
+    "--env",
+];
+
+fn help_lists_every_subcommand_and_the_shared_settings() {
+    let o = assert_cmd::Command::new(bin()).arg("--help").assert().success();
+    let top = String::from_utf8_lossy(&o.get_output().stdout).into_owned();
+    for sub in ["run", "ab", "bench", "report", "completions", "man"] {
+        assert!(top.contains(sub), "main help lacks {sub}:\n{top}");
+    }
+    for sub in ["run", "ab", "bench"] {
+        for how in [vec!["help", sub], vec![sub, "--help"]] {
+            let o = assert_cmd::Command::new(bin()).args(&how).assert().success();
+            let text = String::from_utf8_lossy(&o.get_output().stdout).into_owned();
+            assert!(text.contains("Usage: spinmutex"), "{how:?}:\n{text}");
+            for opt in SHARED_OPTIONS {
+                assert!(text.contains(opt), "{how:?} does not list {opt}:\n{text}");
+            }
+        }
+    }
+    assert_cmd::Command::new(bin()).arg("--version").assert().success();
+}
+
+fn bad_arguments_exit_2_with_a_message() {
+    let cases: &[&[&str]] = &[
+        &[],
+        &["frobnicate"],
+        &["run"],
+        &["run", "--strategy"],
+        &["run", "--no-such-option", "--", "true"],
+        &["run", "--env", "NOT_A_PAIR", "--", "true"],
+        &["run", "--fair", "2", "--", "true"],
+        &["run", "--stats", "yes", "--", "true"],
+        &["run", "--env", "SPINMUTEX_HANDOFF_WAIT=5parsecs", "--", "true"],
+        &["ab"],
+        &["ab", "-n", "0", "--", "true"],
+        &["ab", "-n", "many", "--", "true"],
+        &["ab", "-s", "glibc-adaptive", "--", "true"],
+        &["ab", "-s", "spin,spin", "--", "true"],
+        &["ab", "--metric", "(", "--", "true"],
+        &["ab", "--higher-is-better", "--", "true"],
+        &["bench", "--threads", "0"],
+        &["bench", "--threads", "1,,2"],
+        &["bench", "--loads", "x"],
+        &["bench", "--runs", "0"],
+        &["bench", "--duration-ms", "-5"],
+        &["bench", "stray"],
+        &["bench", "--quick=yes"],
+        &["bench", "--strategies", "spinn"],
+        &["help", "nothing"],
+        &["completions", "tcsh"],
+        &["man", "nothing"],
+    ];
+    for args in cases {
+        let o = run(args);
+        assert_eq!(code(&o), Some(2), "{args:?} should exit 2: {o:?}");
+        assert!(o.stderr.len() > 20, "{args:?}: unclear message {:?}", o.stderr);
+    }
+}
+
+/// A misspelled strategy or a bad setting is refused before the first run: the command
+/// would create the marker file.
+fn bad_settings_exit_2_before_anything_runs() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    for (args, says) in [
+        (vec!["ab", "-s", "glibc", "-s", "spinn"], "accepted: none (no preload), glibc, futex, spin"),
+        (vec!["ab", "--spin-limit", "10x"], "an iteration count 0..1000000, or a duration up to 1s"),
+        (vec!["run", "--spin-limit", "10x"], "an iteration count 0..1000000"),
+        (vec!["run", "--strategy", "spinn"], "glibc, futex, spin"),
+        (vec!["bench", "--spin-limit", "10x"], "an iteration count"),
+    ] {
+        let mut full = args.clone();
+        if args[0] != "bench" {
+            full.extend(["--", "sh", "-c", &touch]);
+        }
+        let o = run(&full);
+        assert_eq!(code(&o), Some(2), "{full:?}: {o:?}");
+        assert!(o.stderr.contains(says), "{full:?}: {}", o.stderr);
+        assert!(!o.stderr.contains("[  1/"), "{full:?} ran something: {}", o.stderr);
+        assert!(!marker.exists(), "{full:?} ran the command");
+    }
+    // A bad setting inherited from the environment is refused the same way.
+    let mut cmd = spinmutex(&["ab", "--", "sh", "-c", &touch]);
+    cmd.env("SPINMUTEX_SPIN_LIMIT", "10x");
+    let o = run_bounded(cmd, LIMIT);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("SPINMUTEX_SPIN_LIMIT=\"10x\" in this command's environment"), "{}", o.stderr);
+    assert!(!marker.exists());
+}
+
+/// `--fair 1` is the option's value, not the command `1`.
+fn fair_takes_its_value() {
+    let o = run(&["run", "--fair", "1", "-v", "--", "sh", "-c", "echo \"$SPINMUTEX_FAIR\""]);
+    o.assert_success("run --fair 1");
+    assert_eq!(o.stdout.trim(), "1");
+    assert!(o.stderr.contains("fair=1"), "{}", o.stderr);
+}
+
+// ---------------------------------------------------------------- run
+
+fn run_passes_exit_status_through() {
+    for status in [0, 1, 7, 255] {
+        let o = run(&["run", "--", "sh", "-c", &format!("exit {status}")]);
+        assert_eq!(code(&o), Some(status), "{o:?}");
+    }
+}
+
+fn run_reports_a_signal_and_exits_128_plus_signo() {
+    let o = run(&["run", "--", "sh", "-c", "kill -KILL $$"]);
+    assert_eq!(code(&o), Some(128 + 9), "{o:?}");
+    assert!(o.stderr.contains("signal 9") && o.stderr.contains("SIGKILL"), "{}", o.stderr);
+    let o = run(&["run", "--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(code(&o), Some(128 + 15), "{o:?}");
+    assert!(o.stderr.contains("SIGTERM"), "{}", o.stderr);
+}
+
+fn run_preloads_the_library_and_sets_the_settings() {
+    let lib = lib_path().canonicalize().unwrap();
+    let o = run(&[
+        "run",
+        "--strategy",
+        "spin",
+        "--spin-limit",
+        "7",
+        "--max-spinners=2",
+        "--handoff-after",
+        "3",
+        "--handoff-wait",
+        "4us",
+        "--stats",
+        "--env",
+        "EXTRA=x=y",
+        "-v",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$LD_PRELOAD|$SPINMUTEX_STRATEGY|$SPINMUTEX_SPIN_LIMIT|$SPINMUTEX_MAX_SPINNERS|\
+         $SPINMUTEX_HANDOFF_AFTER|$SPINMUTEX_HANDOFF_WAIT|$SPINMUTEX_STATS|$EXTRA\"",
+    ]);
+    o.assert_success("run with settings");
+    let want = format!("{}|spin|7|2|3|4us|1|x=y", lib.display());
+    assert_eq!(o.stdout.lines().next(), Some(want.as_str()), "stderr: {}", o.stderr);
+    // The library reports what it runs with.
+    for want in ["strategy=spin", "max_spinners=2", "handoff_after=3", "handoff_wait=4us", "stats=text"] {
+        assert!(o.stderr.contains(want), "no {want} in:\n{}", o.stderr);
+    }
+}
+
+fn run_appends_to_an_existing_ld_preload() {
+    let lib = lib_path().canonicalize().unwrap();
+    // libc.so.6 is already loaded by everything, so preloading it is harmless.
+    let mut cmd = spinmutex(&["run", "--", "sh", "-c", "echo \"$LD_PRELOAD\""]);
+    cmd.env("LD_PRELOAD", "libc.so.6");
+    let o = run_bounded(cmd, LIMIT);
+    o.assert_success("run with LD_PRELOAD set");
+    assert_eq!(o.stdout.trim(), format!("libc.so.6:{}", lib.display()));
+}
+
+fn run_strategy_none_does_not_preload() {
+    let o = run(&["run", "--strategy", "none", "--", "sh", "-c", "echo \"[$LD_PRELOAD]\""]);
+    o.assert_success("run --strategy none");
+    assert_eq!(o.stdout.trim(), "[]");
+}
+
+fn run_missing_command_exits_127() {
+    let o = run(&["run", "--", "/nonexistent/program"]);
+    assert_eq!(code(&o), Some(127), "{o:?}");
+    assert!(o.stderr.contains("/nonexistent/program"));
+}
+
+fn library_location_comes_from_spinmutex_lib() {
+    let mut cmd = spinmutex(&["run", "--", "true"]);
+    cmd.env("SPINMUTEX_LIB", "/nonexistent/libspinmutex.so");
+    let o = run_bounded(cmd, LIMIT);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("SPINMUTEX_LIB"), "{}", o.stderr);
+}
+
+/// A static program cannot load the library: `run` says so and fails.
+fn run_of_a_static_program_fails_with_the_causes() {
+    let o = run(&["run", "--", ab_tiny_static().to_str().unwrap(), "1000"]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("did not load") && o.stderr.contains("statically linked"), "{}", o.stderr);
+}
+
+// ---------------------------------------------------------------- ab
+
+fn ab_compares_in_words_and_writes_json() {
+    let dir = scratch();
+    let json = dir.path().join("ab.json");
+    let prog = ab_tiny();
+    let o = run(&[
+        "ab",
+        "-n",
+        "3",
+        "--warmup",
+        "1",
+        "-s",
+        "glibc",
+        "-s",
+        "spin",
+        "--metric",
+        r"ops/s=([0-9.]+)",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+        "20000",
+    ]);
+    o.assert_success("ab");
+    for want in
+        ["wall time", "CPU time", "metric", "strategy=spin spin_limit=8us", "strategy=glibc", "no preload"]
+    {
+        assert!(o.stdout.contains(want), "ab output lacks {want:?}:\n{}", o.stdout);
+    }
+    // A verdict for every pair and quantity: spin and glibc against each baseline.
+    let verdicts: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("  spin") || l.starts_with("  glibc"))
+        .filter(|l| l.contains(" vs ") || l.contains(" than "))
+        .collect();
+    assert_eq!(verdicts.len(), 3 * 3, "{}", o.stdout);
+    for v in &verdicts {
+        assert!(
+            v.contains("significant") || v.contains("no difference detectable at this noise"),
+            "a verdict says neither: {v}"
+        );
+    }
+    assert!(o.stdout.contains("higher is better"), "{}", o.stdout);
+    // Progress on stderr: 3 arms (none added beside glibc) × (1 warm-up + 3 runs).
+    assert_eq!(o.stderr.lines().filter(|l| l.starts_with('[')).count(), 12, "{}", o.stderr);
+
+    let report: AbReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report.tool, "spinmutex ab");
+    assert_eq!(report.strategies, ["none", "glibc", "spin"]);
+    assert_eq!(report.runs.len(), 9);
+    assert!(report.runs.iter().all(|r| r.ok && r.metric.is_some()), "{:?}", report.runs);
+    assert_eq!(report.metric_direction, Some(Direction::HigherIsBetter));
+    let arm = |name: &str| report.arms.iter().find(|a| a.name == name).unwrap();
+    assert!(arm("none").effective.is_none() && !arm("none").preload);
+    assert_eq!(arm("spin").effective.as_ref().unwrap().strategy, "spin");
+    assert_eq!(arm("glibc").effective.as_ref().unwrap().strategy, "glibc");
+    assert_eq!(arm("spin").loaded_in, ["ab_tiny"]);
+    for key in ["wall_s", "cpu_s", "metric"] {
+        assert_eq!(report.summary[key].len(), 3, "{key}");
+        let pairs: Vec<(String, String)> =
+            report.comparisons[key].iter().map(|c| (c.strategy.clone(), c.baseline.clone())).collect();
+        let want = [("spin", "glibc"), ("spin", "none"), ("glibc", "none")];
+        assert_eq!(pairs, want.map(|(a, b)| (a.to_string(), b.to_string())), "{key}");
+        for c in &report.comparisons[key] {
+            if let Some([lo, hi]) = c.ratio_ci95 {
+                assert!(lo >= 0.0 && lo <= hi, "{key}: {lo}..{hi}");
+            }
+        }
+    }
+}
+
+fn ab_reports_failed_runs_and_keeps_times_without_a_metric() {
+    let prog = ab_tiny();
+    let o = run(&["ab", "-n", "2", "--warmup", "0", "--", prog.to_str().unwrap(), "1000", "3"]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stdout.contains("failed run(s)") && o.stdout.contains("exit status 3"), "{}", o.stdout);
+    assert!(o.stdout.contains("0/2"), "{}", o.stdout);
+    assert!(o.stderr.contains("FAILED"), "{}", o.stderr);
+
+    // A metric that matches nothing loses the metric, not the wall and CPU times.
+    let o = run(&[
+        "ab",
+        "-n",
+        "2",
+        "--warmup",
+        "0",
+        "--metric",
+        r"nomatch=(\d+)",
+        "--",
+        prog.to_str().unwrap(),
+        "1000",
+    ]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stdout.contains("matched nothing"), "{}", o.stdout);
+    let wall = o.stdout.split("wall time").nth(1).expect("a wall time table");
+    assert!(
+        wall.lines().filter(|l| l.contains("2/2")).count() == 3,
+        "wall times were dropped:\n{}",
+        o.stdout
+    );
+}
+
+fn ab_stops_when_every_warmup_fails() {
+    let o = run(&["ab", "-n", "5", "--warmup", "1", "--", "sh", "-c", "exit 4"]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("every warm-up run failed"), "{}", o.stderr);
+    assert!(!o.stderr.contains("run 1/5"), "ab went on after the warm-up:\n{}", o.stderr);
+}
+
+/// The library cannot load into a static binary: ab stops at the first run that
+/// should have loaded it, naming the likely causes.
+fn ab_of_a_static_program_fails_with_the_causes() {
+    let o = run(&["ab", "-n", "2", "--warmup", "0", "--", ab_tiny_static().to_str().unwrap(), "1000"]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    for want in ["did not load", "statically linked", "setuid", "clears LD_PRELOAD"] {
+        assert!(o.stderr.contains(want), "no {want:?} in:\n{}", o.stderr);
+    }
+    assert!(!o.stdout.contains("wall time"), "a comparison was printed:\n{}", o.stdout);
+}
+
+/// Which way a metric is better: from the flags, else from its unit, else unknown.
+fn metric_direction_from_flags_units_or_unknown() {
+    let prog = ab_tiny();
+    let dir = scratch();
+    let json = dir.path().join("ab.json");
+    let ab = |extra: &[&str], pattern: &str| -> AbReport {
+        let mut args = vec!["ab", "-n", "2", "--warmup", "0", "-s", "spin,futex", "--metric", pattern];
+        args.extend(extra);
+        args.extend(["--json", json.to_str().unwrap(), "--", prog.to_str().unwrap(), "2000"]);
+        let o = run(&args);
+        o.assert_success(&format!("ab {extra:?} --metric {pattern}"));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    assert_eq!(ab(&[], r"ops/s=([0-9.]+)").metric_direction, Some(Direction::HigherIsBetter));
+    assert_eq!(
+        ab(&["--lower-is-better"], r"ops/s=([0-9.]+)").metric_direction,
+        Some(Direction::LowerIsBetter)
+    );
+    let r = ab(&[], r"counter=(\d+)");
+    assert_eq!(r.metric_direction, Some(Direction::Unknown));
+    assert!(r.metric_direction_reason.unwrap().contains("--higher-is-better"));
+    // Without a direction, no verdict calls a side better.
+    assert!(r.comparisons["metric"].iter().all(|c| c.better.is_none()));
+}
+
+// ---------------------------------------------------------------- bench
+
+fn bench_reduced_grid_writes_csv_json_svg() {
+    let dir = scratch();
+    let (csv, json, svg) = (dir.path().join("b.csv"), dir.path().join("b.json"), dir.path().join("b.svg"));
+    let o = run(&[
+        "bench",
+        "--quick",
+        "--threads",
+        "1,2",
+        "--loads",
+        "0,10",
+        "--runs",
+        "2",
+        "--duration-ms",
+        "50",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    o.assert_success("bench --quick (reduced)");
+    for want in [
+        "none",
+        "glibc",
+        "glibc-adaptive",
+        "futex",
+        "spin",
+        "kops/s",
+        "vs none",
+        "bound",
+        "fair",
+        "wait p99",
+        "strategy=spin",
+    ] {
+        assert!(o.stdout.contains(want), "bench table lacks {want:?}:\n{}", o.stdout);
+    }
+    // 2 threads × 2 loads × 5 arms × 2 runs.
+    let runs = 2 * 2 * 5 * 2;
+    assert_eq!(o.stderr.lines().filter(|l| l.starts_with('[')).count(), runs, "{}", o.stderr);
+
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<String>> = csv_rows(&text);
+    assert_eq!(rows.len(), runs + 1, "{text}");
+    let header = &rows[0];
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "ragged CSV row {r:?}");
+    }
+    let col =
+        |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    for r in &rows[1..] {
+        assert_eq!(r[col("ok")], "1", "{r:?}");
+        assert_eq!(r[col("counter_ok")], "1", "{r:?}");
+        let ops: f64 = r[col("ops_per_s")].parse().unwrap();
+        assert!(ops > 0.0, "{r:?}");
+        let load: u32 = r[col("load")].parse().unwrap();
+        assert_eq!(r[col("bound_ops_per_s")].is_empty(), load == 0, "{r:?}");
+    }
+
+    let report: BenchReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report.config.strategies, ["none", "glibc", "glibc-adaptive", "futex", "spin"]);
+    assert_eq!(report.config.reference, "glibc");
+    assert_eq!(report.runs.len(), runs);
+    assert_eq!(report.cells.len(), 2 * 2 * 5, "one summary per cell and arm");
+    assert!(report
+        .runs
+        .iter()
+        .all(|r| r.ok && r.workload.as_ref().is_some_and(|w| w.contains_key("wait_max_ns"))));
+    assert!(report.machine.nproc >= 1);
+    assert!(report.effective["none"].is_none());
+    assert_eq!(report.effective["glibc-adaptive"].as_ref().unwrap().strategy, "glibc");
+    for c in &report.cells {
+        assert_eq!(c.ratio_to_reference.is_none(), c.strategy == "glibc", "{c:?}");
+        assert_eq!(c.ratio_to_none.is_none(), c.strategy == "none", "{c:?}");
+        assert_eq!(c.bound_ops_per_s.is_none(), c.load == 0, "{c:?}");
+    }
+
+    let text = std::fs::read_to_string(&svg).unwrap();
+    xml_check(&text);
+    assert!(text.contains("load 0") && text.contains("load 10") && text.contains("bound"));
+}
+
+fn bench_with_a_hog_cleans_up() {
+    // The hogs inherit the environment: a marker finds them in /proc afterwards.
+    let marker = format!("SPINMUTEX_CLI_TEST_HOG_MARKER=hog-{}", std::process::id());
+    let mut cmd = spinmutex(&[
+        "bench",
+        "--threads",
+        "2",
+        "--loads",
+        "1",
+        "--strategies",
+        "glibc,spin",
+        "--runs",
+        "1",
+        "--duration-ms",
+        "30",
+        "--hogs",
+        "1",
+    ]);
+    let (k, v) = marker.split_once('=').unwrap();
+    cmd.env(k, v);
+    let o = run_bounded(cmd, LIMIT);
+    o.assert_success("bench --hogs 1");
+    assert!(o.stdout.contains("1 hog(s)"), "{}", o.stdout);
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(env) = std::fs::read(entry.path().join("environ")) {
+            if env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()) {
+                left.push(entry.file_name());
+            }
+        }
+    }
+    assert!(left.is_empty(), "processes of the bench still running: {left:?}");
+}
+
+// ---------------------------------------------------------------- completions, man page
+
+fn completions_and_man_pages_generate() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let o = assert_cmd::Command::new(bin()).args(["completions", shell]).assert().success();
+        let text = String::from_utf8_lossy(&o.get_output().stdout).into_owned();
+        assert!(text.contains("spinmutex") && text.contains("spin-limit"), "{shell}:\n{text}");
+    }
+    let o = assert_cmd::Command::new(bin()).arg("man").assert().success();
+    let page = String::from_utf8_lossy(&o.get_output().stdout).into_owned();
+    assert!(page.contains(".TH spinmutex 1") && page.contains("bench"), "{page}");
+    for sub in ["run", "ab", "bench", "report"] {
+        let o = assert_cmd::Command::new(bin()).args(["man", sub]).assert().success();
+        let page = String::from_utf8_lossy(&o.get_output().stdout).into_owned();
+        assert!(page.contains(&format!(".TH spinmutex-{sub} 1")), "{sub}: {page}");
+    }
+    let o = assert_cmd::Command::new(bin()).args(["man", "ab"]).assert().success();
+    assert!(String::from_utf8_lossy(&o.get_output().stdout).contains("spin\\-limit"));
+}
+
+// ---------------------------------------------------------------- install.sh
+
+fn install_script_places_bin_and_lib_and_the_command_finds_the_lib() {
+    let dir = scratch();
+    let prefix = dir.path().join("prefix");
+    let from = bin().parent().unwrap().to_path_buf();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install.sh");
+    let mut cmd = preloaded("sh", None);
+    cmd.arg(&script).arg("--prefix").arg(&prefix).arg("--from").arg(&from);
+    run_bounded(cmd, LIMIT).assert_success("install.sh");
+    let bin = prefix.join("bin/spinmutex");
+    let lib = prefix.join("lib/libspinmutex.so");
+    assert!(bin.is_file() && lib.is_file());
+    let mut cmd = preloaded(&bin, None);
+    cmd.args(["run", "--", "sh", "-c", "echo \"$LD_PRELOAD\""]);
+    let o = run_bounded(cmd, LIMIT);
+    o.assert_success("installed spinmutex run");
+    assert_eq!(o.stdout.trim(), lib.canonicalize().unwrap().display().to_string());
+}
+
+// ---------------------------------------------------------------- format checks
+
+/// RFC 4180 CSV rows (quoted fields may hold commas, quotes and newlines).
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut row = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    assert!(!quoted, "unterminated quoted CSV field");
+    if !field.is_empty() || !row.is_empty() {
+        row.push(field);
+        rows.push(row);
+    }
+    rows
+}
+
+/// Well-formed-ish XML: one root `<svg ...>` ... `</svg>`, and every element closed
+/// in order.
+fn xml_check(text: &str) {
+    let t = text.trim();
+    assert!(t.starts_with("<svg") && t.ends_with("</svg>"), "not an SVG document");
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = t;
+    while let Some(open) = rest.find('<') {
+        let close = rest[open..].find('>').expect("unterminated tag") + open;
+        let tag = &rest[open + 1..close];
+        rest = &rest[close + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            let top = stack.pop().unwrap_or_else(|| panic!("stray </{name}>"));
+            assert_eq!(top, name.trim(), "mismatched closing tag");
+        } else if !tag.ends_with('/') && !tag.starts_with('?') && !tag.starts_with('!') {
+            let name = tag.split_whitespace().next().expect("tag name").to_string();
+            stack.push(name);
+        }
+        assert_eq!(tag.matches('"').count() % 2, 0, "unbalanced quotes in <{tag}>");
+    }
+    assert!(stack.is_empty(), "unclosed elements {stack:?}");
+    assert!(!t.contains("NaN") && !t.contains("inf"), "non-finite number in the SVG");
+}
+
+fn main() -> std::process::ExitCode {
+    let static_prog = || Need::Built(ab_tiny_static(), "glibc's static libraries (libc6-dev)");
+    let mut suite = Suite::new();
+    tests!(
+        suite,
+        help_lists_every_subcommand_and_the_shared_settings,
+        bad_arguments_exit_2_with_a_message,
+        bad_settings_exit_2_before_anything_runs,
+        fair_takes_its_value,
+        run_passes_exit_status_through,
+        run_reports_a_signal_and_exits_128_plus_signo,
+        run_preloads_the_library_and_sets_the_settings,
+        run_appends_to_an_existing_ld_preload,
+        run_strategy_none_does_not_preload,
+        run_missing_command_exits_127,
+        library_location_comes_from_spinmutex_lib,
+        ab_compares_in_words_and_writes_json,
+        ab_reports_failed_runs_and_keeps_times_without_a_metric,
+        ab_stops_when_every_warmup_fails,
+        metric_direction_from_flags_units_or_unknown,
+        bench_reduced_grid_writes_csv_json_svg,
+        bench_with_a_hog_cleans_up,
+        completions_and_man_pages_generate,
+        install_script_places_bin_and_lib_and_the_command_finds_the_lib,
+    );
+    suite.needs(
+        "run_of_a_static_program_fails_with_the_causes",
+        &[static_prog()],
+        run_of_a_static_program_fails_with_the_causes,
+    );
+    suite.needs(
+        "ab_of_a_static_program_fails_with_the_causes",
+        &[static_prog()],
+        ab_of_a_static_program_fails_with_the_causes,
+    );
+    suite.run()
+}

@@ -1,0 +1,83 @@
+//! The preload library carries nothing of the command: no symbol of a crate only the
+//! `spinmutex` command uses (clap, serde, statrs, regex-lite, indicatif...), no import
+//! beyond the list it had when the workspace was split (tests/library_imports.txt), and
+//! in a release build no more bytes than it had then. A feature of a shared dependency
+//! that the command enables, unified into the library's build, fails here.
+
+mod common;
+
+use std::process::Command;
+
+use common::harness::{Need, Suite};
+use common::lib_path;
+
+/// The release .so when the workspace was split (`debug = 1` then; line tables since).
+const RELEASE_FILE_BYTES: u64 = 6_844_600;
+/// Its code and data (text + data + bss of `size`), with 5% for the library's own growth.
+const RELEASE_LOADED_BYTES: u64 = 994_477 * 105 / 100;
+
+fn nm(args: &[&str]) -> String {
+    let out = Command::new("nm").args(args).arg(lib_path()).output().expect("run nm");
+    assert!(out.status.success(), "nm failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn imports_are_the_known_ones() {
+    let known: Vec<&str> = include_str!("library_imports.txt").lines().collect();
+    let new: Vec<String> = nm(&["-D", "--undefined-only"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|sym| !known.contains(sym))
+        .map(String::from)
+        .collect();
+    assert!(
+        new.is_empty(),
+        "libspinmutex.so imports symbols it did not before: {new:?} (add them to tests/library_imports.txt \
+         only if the library itself needs them)"
+    );
+}
+
+fn no_symbol_of_the_command() {
+    let symbols = nm(&["-C"]);
+    let crates =
+        ["serde", "clap", "statrs", "regex_lite", "indicatif", "console::", "spinmutex_cli", "tempfile"];
+    let leaked: Vec<&str> =
+        symbols.lines().filter(|l| crates.iter().any(|c| l.contains(c))).take(10).collect();
+    assert!(leaked.is_empty(), "libspinmutex.so holds code of the command's crates:\n{}", leaked.join("\n"));
+}
+
+fn release_size_is_no_larger() {
+    let lib = lib_path();
+    let file = std::fs::metadata(&lib).expect("stat the library").len();
+    assert!(file <= RELEASE_FILE_BYTES, "{} is {file} bytes, more than {RELEASE_FILE_BYTES}", lib.display());
+    let out = Command::new("size").arg(&lib).output().expect("run size");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let loaded: u64 = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|dec| dec.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected output of size:\n{text}"));
+    assert!(
+        loaded <= RELEASE_LOADED_BYTES,
+        "{} loads {loaded} bytes, more than {RELEASE_LOADED_BYTES}",
+        lib.display()
+    );
+}
+
+fn main() -> std::process::ExitCode {
+    let mut suite = Suite::new();
+    let nm = Need::Program("nm", "binutils");
+    suite.needs("imports_are_the_known_ones", &[nm], imports_are_the_known_ones);
+    suite.needs("no_symbol_of_the_command", &[Need::Program("nm", "binutils")], no_symbol_of_the_command);
+    if cfg!(debug_assertions) {
+        suite.skip("release_size_is_no_larger", "sizes are checked in release builds (cargo test --release)");
+    } else {
+        suite.needs(
+            "release_size_is_no_larger",
+            &[Need::Program("size", "binutils")],
+            release_size_is_no_larger,
+        );
+    }
+    suite.run()
+}
