@@ -17,6 +17,7 @@ mod lock;
 mod mutex;
 mod observe;
 mod real;
+mod rwlock;
 mod spin;
 mod sys;
 mod thread;
