@@ -13,15 +13,21 @@ use crate::config::{self, Strategy};
 use crate::real;
 use crate::sys::{self, Deadline};
 
-/// The rwlock, unless the strategy forwards everything to glibc.
+/// The `glibc` strategy: every call goes to glibc's own function.
 #[inline(always)]
-fn served<'a>(l: *mut pthread_rwlock_t) -> Option<&'a RawRwLock> {
-    if config::strategy() == Strategy::Glibc {
-        return None;
-    }
-    // SAFETY: the caller passes the application's rwlock pointer, which POSIX requires
-    // to point to an initialised rwlock.
-    Some(unsafe { RawRwLock::from_ptr(l) })
+fn forwarded() -> bool {
+    config::strategy() == Strategy::Glibc
+}
+
+/// The application's rwlock as this library sees it.
+///
+/// # Safety
+/// `l` must point to an initialised rwlock, as POSIX requires of the caller (a null
+/// pointer crashes in glibc too).
+#[inline(always)]
+unsafe fn ours<'a>(l: *mut pthread_rwlock_t) -> &'a RawRwLock {
+    // SAFETY: see above.
+    unsafe { RawRwLock::from_ptr(l) }
 }
 
 /// The deadline of a timed call, checked as glibc checks it before anything else: an
@@ -44,20 +50,24 @@ unsafe fn deadline(clock: clockid_t, abstime: *const timespec) -> Result<Option<
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
-    match served(l) {
-        Some(lock) => lock.read_lock(None),
-        // SAFETY: the caller's rwlock goes to glibc unchanged.
-        None => unsafe { real::rwlock_rdlock(l) },
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_rdlock(l) };
     }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.read_lock(None)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
-    match served(l) {
-        Some(lock) => lock.try_read_lock(),
-        // SAFETY: the caller's rwlock goes to glibc unchanged.
-        None => unsafe { real::rwlock_tryrdlock(l) },
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_tryrdlock(l) };
     }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.try_read_lock()
 }
 
 #[no_mangle]
@@ -65,14 +75,16 @@ pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
     l: *mut pthread_rwlock_t,
     abstime: *const timespec,
 ) -> c_int {
-    match served(l) {
-        // SAFETY: POSIX requires `abstime` to point to a timespec.
-        Some(lock) => match unsafe { deadline(libc::CLOCK_REALTIME, abstime) } {
-            Ok(d) => lock.read_lock(d.as_ref()),
-            Err(e) => e,
-        },
+    if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        None => unsafe { real::rwlock_timedrdlock(l, abstime) },
+        return unsafe { real::rwlock_timedrdlock(l, abstime) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    // SAFETY: POSIX requires `abstime` to point to a timespec.
+    match unsafe { deadline(libc::CLOCK_REALTIME, abstime) } {
+        Ok(d) => lock.read_lock(d.as_ref()),
+        Err(e) => e,
     }
 }
 
@@ -82,33 +94,39 @@ pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
     clock: clockid_t,
     abstime: *const timespec,
 ) -> c_int {
-    match served(l) {
-        // SAFETY: POSIX requires `abstime` to point to a timespec.
-        Some(lock) => match unsafe { deadline(clock, abstime) } {
-            Ok(d) => lock.read_lock(d.as_ref()),
-            Err(e) => e,
-        },
+    if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        None => unsafe { real::rwlock_clockrdlock(l, clock, abstime) },
+        return unsafe { real::rwlock_clockrdlock(l, clock, abstime) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    // SAFETY: POSIX requires `abstime` to point to a timespec.
+    match unsafe { deadline(clock, abstime) } {
+        Ok(d) => lock.read_lock(d.as_ref()),
+        Err(e) => e,
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
-    match served(l) {
-        Some(lock) => lock.write_lock(None),
-        // SAFETY: the caller's rwlock goes to glibc unchanged.
-        None => unsafe { real::rwlock_wrlock(l) },
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_wrlock(l) };
     }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.write_lock(None)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
-    match served(l) {
-        Some(lock) => lock.try_write_lock(),
-        // SAFETY: the caller's rwlock goes to glibc unchanged.
-        None => unsafe { real::rwlock_trywrlock(l) },
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_trywrlock(l) };
     }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.try_write_lock()
 }
 
 #[no_mangle]
@@ -116,14 +134,16 @@ pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
     l: *mut pthread_rwlock_t,
     abstime: *const timespec,
 ) -> c_int {
-    match served(l) {
-        // SAFETY: POSIX requires `abstime` to point to a timespec.
-        Some(lock) => match unsafe { deadline(libc::CLOCK_REALTIME, abstime) } {
-            Ok(d) => lock.write_lock(d.as_ref()),
-            Err(e) => e,
-        },
+    if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        None => unsafe { real::rwlock_timedwrlock(l, abstime) },
+        return unsafe { real::rwlock_timedwrlock(l, abstime) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    // SAFETY: POSIX requires `abstime` to point to a timespec.
+    match unsafe { deadline(libc::CLOCK_REALTIME, abstime) } {
+        Ok(d) => lock.write_lock(d.as_ref()),
+        Err(e) => e,
     }
 }
 
@@ -133,24 +153,28 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
     clock: clockid_t,
     abstime: *const timespec,
 ) -> c_int {
-    match served(l) {
-        // SAFETY: POSIX requires `abstime` to point to a timespec.
-        Some(lock) => match unsafe { deadline(clock, abstime) } {
-            Ok(d) => lock.write_lock(d.as_ref()),
-            Err(e) => e,
-        },
+    if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        None => unsafe { real::rwlock_clockwrlock(l, clock, abstime) },
+        return unsafe { real::rwlock_clockwrlock(l, clock, abstime) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    // SAFETY: POSIX requires `abstime` to point to a timespec.
+    match unsafe { deadline(clock, abstime) } {
+        Ok(d) => lock.write_lock(d.as_ref()),
+        Err(e) => e,
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
-    match served(l) {
-        Some(lock) => lock.unlock(),
-        // SAFETY: the caller's rwlock goes to glibc unchanged.
-        None => unsafe { real::rwlock_unlock(l) },
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_unlock(l) };
     }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.unlock()
 }
 
 /// glibc's initialiser writes exactly the layout the protocol reads (all zero but the

@@ -329,7 +329,7 @@ impl RawRwLock {
                 self.state.store(state + ONE_READER, Relaxed);
                 return 0;
             }
-            return self.read_lock_contended(state, deadline);
+            return self.read_lock_refused(state, false, deadline);
         }
         // glibc's reader fast path, one atomic add: it scales better among readers than a
         // compare-and-swap, which fails whenever another reader got there first.
@@ -337,21 +337,18 @@ impl RawRwLock {
         if !self.blocks_readers(before) && readers(before) < MAX_READERS {
             return 0;
         }
-        self.take_back_reader();
-        self.read_lock_contended(before, deadline)
+        self.read_lock_refused(before, true, deadline)
     }
 
-    /// A reader added itself and may not stay: it leaves as any reader leaves, so if it
-    /// was the last one it wakes whoever waits for the lock to become idle.
-    #[cold]
-    fn take_back_reader(&self) {
-        self.read_unlock();
-    }
-
-    /// The reader fast path saw `before` and could not enter.
+    /// The reader fast path saw `before` and may not enter. `added`: it counted itself in
+    /// and must first take that back, leaving as any reader leaves (so that if it was
+    /// the last one, it wakes whoever waits for the lock to become idle).
     #[cold]
     #[inline(never)]
-    fn read_lock_contended(&self, before: u64, deadline: Option<&Deadline>) -> c_int {
+    fn read_lock_refused(&self, before: u64, added: bool, deadline: Option<&Deadline>) -> c_int {
+        if added {
+            self.read_unlock(self.state.load(Relaxed));
+        }
         // glibc's order: the deadlock it can recognise, then the reader limit, then wait.
         if self.cur_writer.load(Relaxed) == crate::thread::tid() {
             return libc::EDEADLK;
@@ -437,8 +434,12 @@ impl RawRwLock {
             if !idle(state) {
                 return libc::EBUSY;
             }
-            match self.state.compare_exchange_weak(state, acquired_by_writer(state, false), Acquire, Relaxed)
-            {
+            match self.state.compare_exchange_weak(
+                state,
+                acquired_by_writer(state, false, false),
+                Acquire,
+                Relaxed,
+            ) {
                 Ok(_) => {
                     self.cur_writer.store(crate::thread::tid(), Relaxed);
                     return 0;
@@ -449,12 +450,13 @@ impl RawRwLock {
     }
 
     /// One attempt by a waiting writer to take an idle lock; `registered`: the caller is
-    /// one of the queued writers.
-    fn try_enter_as_writer(&self, state: u64, registered: bool) -> bool {
+    /// one of the queued writers; `woken`: it has slept in the writer queue (and so may
+    /// have taken the wake-up that `WW` promised to the other sleepers too).
+    fn try_enter_as_writer(&self, state: u64, registered: bool, woken: bool) -> bool {
         idle(state)
             && self
                 .state
-                .compare_exchange(state, acquired_by_writer(state, registered), Acquire, Relaxed)
+                .compare_exchange(state, acquired_by_writer(state, registered, woken), Acquire, Relaxed)
                 .is_ok()
     }
 
@@ -466,31 +468,31 @@ impl RawRwLock {
         if state & WRITE_LOCKED != 0 {
             // While a writer holds the lock no reader can: a caller that is not the writer
             // holds nothing, and nothing changes (glibc would corrupt its reader count).
-            if self.cur_writer.load(Relaxed) == crate::thread::tid() {
-                self.write_unlock();
+            if self.cur_writer.load(Relaxed) != crate::thread::tid() {
+                return 0;
             }
-            return 0;
+            return self.write_unlock();
         }
-        self.read_unlock();
-        0
+        self.read_unlock(state)
     }
 
     #[inline]
-    fn write_unlock(&self) {
+    fn write_unlock(&self) -> c_int {
         self.cur_writer.store(0, Relaxed);
         if self.alone() && self.state.load(Relaxed) == WRITE_LOCKED {
             self.state.store(0, Relaxed);
-            return;
+            return 0;
         }
         if self.state.compare_exchange(WRITE_LOCKED, 0, Release, Relaxed).is_err() {
-            self.write_unlock_contended();
+            return self.write_unlock_contended();
         }
+        0
     }
 
     /// Someone waits or is queued: clear what this release answers for, release, wake.
     #[cold]
     #[inline(never)]
-    fn write_unlock_contended(&self) {
+    fn write_unlock_contended(&self) -> c_int {
         let addr = self.gate_addr();
         let prefers_writers = self.prefers_writers();
         let mut state = self.state.load(Relaxed);
@@ -503,30 +505,32 @@ impl RawRwLock {
                 wake.readers = true;
             }
             match self.state.compare_exchange_weak(state, next, Release, Relaxed) {
-                Ok(_) => return addr.wake(wake),
+                Ok(_) => {
+                    addr.wake(wake);
+                    return 0;
+                }
                 Err(now) => state = now,
             }
         }
     }
 
-    /// A reader leaves (or a blocked reader takes its `fetch_add` back). Does nothing if
-    /// no reader is counted.
+    /// A reader leaves (or a refused reader takes its `fetch_add` back), `state` being a
+    /// recent load. Does nothing if no reader is counted.
     #[inline]
-    fn read_unlock(&self) {
-        let mut state = self.state.load(Relaxed);
+    fn read_unlock(&self, mut state: u64) -> c_int {
         if self.alone() {
             if readers(state) == 0 {
-                return;
+                return 0;
             }
             let next = state - ONE_READER;
             if !(readers(next) == 0 && state & (READERS_WAITING | WRITERS_WAITING) != 0) {
                 self.state.store(next, Relaxed);
-                return;
+                return 0;
             }
         }
         loop {
             if readers(state) == 0 {
-                return;
+                return 0;
             }
             let next = state - ONE_READER;
             if readers(next) == 0
@@ -538,7 +542,7 @@ impl RawRwLock {
             // Not the last reader, or nobody to wake: after this the lock is not ours to
             // look at.
             match self.state.compare_exchange_weak(state, next, Release, Relaxed) {
-                Ok(_) => return,
+                Ok(_) => return 0,
                 Err(now) => state = now,
             }
         }
@@ -549,7 +553,7 @@ impl RawRwLock {
     /// given up are woken too.
     #[cold]
     #[inline(never)]
-    fn last_read_unlock(&self) {
+    fn last_read_unlock(&self) -> c_int {
         let addr = self.gate_addr();
         let prefers_writers = self.prefers_writers();
         let mut state = self.state.load(Relaxed);
@@ -567,7 +571,10 @@ impl RawRwLock {
                 }
             }
             match self.state.compare_exchange_weak(state, next, Release, Relaxed) {
-                Ok(_) => return addr.wake(wake),
+                Ok(_) => {
+                    addr.wake(wake);
+                    return 0;
+                }
                 Err(now) => state = now,
             }
         }
@@ -575,16 +582,19 @@ impl RawRwLock {
 }
 
 /// The state after a writer takes the idle lock `state`. A queued writer takes itself off
-/// the queue in the same step; if writers remain queued, some may be asleep, and the
-/// release they would otherwise miss is promised by setting `WW` (a release that woke a
-/// writer cleared it for all of them).
+/// the queue in the same step. A writer that was woken from the writer queue may have
+/// taken the wake-up that the cleared `WW` stood for: if writers remain queued, some may
+/// still be asleep, so it sets `WW` again and its release will wake one (glibc's
+/// writers keep `PTHREAD_RWLOCK_FUTEX_USED` for the same reason). A writer that never
+/// slept leaves `WW` alone: any sleeper set it itself before sleeping, and an idle lock
+/// has it clear only because a release already woke one of them.
 #[inline]
-fn acquired_by_writer(state: u64, registered: bool) -> u64 {
+fn acquired_by_writer(state: u64, registered: bool, woken: bool) -> u64 {
     let mut next = state | WRITE_LOCKED;
     if registered {
         next -= QUEUED_WRITER;
     }
-    if queued_writers(next) != 0 {
+    if woken && queued_writers(next) != 0 {
         next |= WRITERS_WAITING;
     }
     next

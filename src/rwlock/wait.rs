@@ -116,7 +116,7 @@ fn spin_write(lock: &RawRwLock, budget: u32, registered: bool) -> bool {
     let mut was_open = false;
     let won = loop {
         if idle(state) {
-            if lock.try_enter_as_writer(state, registered) {
+            if lock.try_enter_as_writer(state, registered, false) {
                 break true;
             }
             state = lock.state.load(Relaxed);
@@ -191,10 +191,11 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int
 /// Sleeps in the writer queue until the lock is idle, then takes it.
 fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bool) -> Result<(), c_int> {
     let addr = lock.gate_addr();
+    let mut woken = false;
     loop {
         let state = lock.state.load(Relaxed);
         if idle(state) {
-            if lock.try_enter_as_writer(state, registered) {
+            if lock.try_enter_as_writer(state, registered, woken) {
                 return Ok(());
             }
             continue;
@@ -217,6 +218,9 @@ fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bo
             give_up_writer(lock);
             return Err(libc::ETIMEDOUT);
         }
+        // EAGAIN: the gate changed before this thread slept, so no wake was meant for it.
+        // Anything else (a wake, a signal) may have taken one.
+        woken |= r != libc::EAGAIN;
     }
 }
 
