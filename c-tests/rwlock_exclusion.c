@@ -6,7 +6,8 @@
  * generation, yielding half-way now and then; readers check no writer is inside and
  * that the record is never torn. At the end the count of write sections is exact.
  *
- * Arguments: the setups to run (default: all). "many" runs 16 readers and 4 writers. */
+ * Arguments: the setups to run (default: all). "many" runs 16 readers and 4 writers,
+ * "one-reader" one reader and 6 writers, for each kind. */
 #include "rwlock_check.h"
 
 #define WORDS 16
@@ -158,6 +159,17 @@ static void setup(const char *name) {
                 OK(pthread_rwlock_destroy(&l));
             }
         }
+    } else if (strcmp(name, "one-reader") == 0) {
+        /* The reverse: many writers and one reader. */
+        nreaders = 1;
+        nwriters = 6;
+        pthread_rwlock_t l;
+        for (int k = 0; k < 3; k++) {
+            rw_init(&l, rw_kinds[k], PTHREAD_PROCESS_PRIVATE);
+            run(&l, rw_kind_names[k]);
+        }
+        nreaders = 4;
+        nwriters = 2;
     } else if (strcmp(name, "many") == 0) {
         nreaders = 16;
         nwriters = 4;

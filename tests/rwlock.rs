@@ -21,7 +21,7 @@ const LIMIT: Duration = Duration::from_secs(90);
 /// Every program with the arguments of its baseline run.
 const PROGRAMS: &[(&str, &[&str])] = &[
     ("rwlock_exclusion", &[]),
-    ("rwlock_exclusion", &["many"]),
+    ("rwlock_exclusion", &["many", "one-reader"]),
     ("rwlock_errors", &["deadlk", "busy", "recursive", "timespec", "clock", "timeout", "unlock", "destroy"]),
     ("rwlock_errors", &["eagain"]),
     ("rwlock_timed", &[]),
@@ -104,6 +104,11 @@ fn exclusion_init_with_every_attribute() {
 #[test]
 fn exclusion_many_readers_and_writers() {
     c_program("rwlock_exclusion", &["many"]);
+}
+
+#[test]
+fn exclusion_many_writers_and_one_reader() {
+    c_program("rwlock_exclusion", &["one-reader"]);
 }
 
 // ---------------------------------------------------------------------------------
@@ -229,7 +234,7 @@ fn old_symbol_versions() {
 /// Programs that drive every way into and out of a wait.
 const WAIT_PATHS: &[(&str, &[&str])] = &[
     ("rwlock_exclusion", &["init-attrs"]),
-    ("rwlock_exclusion", &["many"]),
+    ("rwlock_exclusion", &["many", "one-reader"]),
     ("rwlock_timed", &[]),
     ("rwlock_prefer", &["reader", "writer", "stream"]),
     ("rwlock_cancel", &[]),

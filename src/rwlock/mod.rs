@@ -239,6 +239,8 @@ const _: () = assert!(core::mem::offset_of!(RawRwLock, spins) == 16);
 const _: () = assert!(core::mem::offset_of!(RawRwLock, cur_writer) == 24);
 const _: () = assert!(core::mem::offset_of!(RawRwLock, shared) == 28);
 const _: () = assert!(core::mem::offset_of!(RawRwLock, flags) == 48);
+// The gate is the low half of `state` at the lock's own address.
+const _: () = assert!(cfg!(target_endian = "little"));
 
 /// Whom a release must wake once it has let go of the lock. Decided before the release;
 /// used after it, when only the gate's address may be used.
