@@ -313,8 +313,10 @@ impl RawRwLock {
         crate::thread::single_threaded() && !self.shared()
     }
 
+    /// The learned estimate, bounded as a mutex's 16-bit `__spins` is (the bytes are the
+    /// application's: a lock overwritten with garbage must not make the budget overflow).
     fn spin_estimate(&self) -> u32 {
-        self.spins.load(Relaxed)
+        self.spins.load(Relaxed).min(i16::MAX as u32)
     }
 
     fn set_spin_estimate(&self, estimate: u32) {
