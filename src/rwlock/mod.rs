@@ -52,8 +52,11 @@
 //! * `readers`: threads holding a read lock, plus, for an instant, a reader that has just
 //!   added itself with one `fetch_add` and sees it may not enter (it takes itself off
 //!   again at once: that is glibc's own fast path, a single atomic add).
-//! * `RW` (`READERS_WAITING`): readers may be asleep, waiting for what blocks them.
-//! * `WW` (`WRITERS_WAITING`): writers may be asleep, waiting for the lock to be idle.
+//! * `RW` (`READERS_WAITING`): readers may be asleep, waiting for what blocks them; under
+//!   the reader-preferring kinds it stays set after a writer's release woke them, until
+//!   the first of them is in (see "Readers first" below).
+//! * `WW` (`WRITERS_WAITING`): writers may be asleep, waiting for the lock to open to
+//!   them.
 //! * `queued writers`: writers that want the lock and are not yet in; each adds one when
 //!   it starts waiting and takes it off in the same compare-and-swap that gives it the
 //!   lock (or when it gives up). It is exact, and it is what writer preference reads.
@@ -64,7 +67,22 @@
 //! (`PREFER_READER_NP`) and for `PREFER_WRITER_NP`, readers enter while writers wait,
 //! which is what glibc documents (its manual page says `PREFER_WRITER_NP` is ignored;
 //! glibc 2.36's code does let a releasing writer hand over to a waiting writer for that
-//! kind, a detail no program can rely on). A writer may enter only an idle lock.
+//! kind, a detail no program can rely on). A writer may enter only an idle lock, and
+//! under the reader-preferring kinds only one that no woken reader is still heading for
+//! (`RW` clear): the lock is then *open* to writers.
+//!
+//! # Readers first
+//!
+//! When a writer releases a reader-preferring lock that readers wait for, it wakes them
+//! and leaves `RW` set: until one of them is in (its compare-and-swap clears `RW`), no
+//! writer takes the idle lock. Without this, the writer that just let go (or any running
+//! writer) takes the lock again before the woken readers run, and they go back to sleep:
+//! with short critical sections, most wake-ups were wasted that way. glibc gets the same
+//! effect by handing the read phase to the registered readers; here nothing is handed to
+//! a sleeping thread (see below). Readers that were woken need no `RW` to find each other
+//! (the release woke them all), and no reader sleeps while no writer holds the lock, so
+//! the last reader to leave, or a woken reader that gives up on an idle lock, simply
+//! clears `RW` and opens the lock to writers.
 //!
 //! # Sleeping: one futex word, two queues
 //!
@@ -80,14 +98,18 @@
 //!
 //! Two invariants, each kept by one atomic read-modify-write of `state`:
 //!
-//! 1. `WW` set ⇒ the lock is busy. A writer sets `WW` only with a compare-and-swap from a
-//!    busy state, and every transition to idle (a writer's release, the last reader's
-//!    release, a blocked reader taking its `fetch_add` back) clears `WW` in the same
-//!    compare-and-swap and then wakes one writer.
-//! 2. `RW` set ⇒ readers are blocked. A reader sets `RW` only with a compare-and-swap from
-//!    a state that blocks it, and every transition that unblocks readers (a writer's
-//!    release, a waiting writer giving up under writer preference) clears `RW` in the
-//!    same compare-and-swap and then wakes all readers.
+//! 1. `WW` set ⇒ the lock is not open to writers. A writer sets `WW` only with a
+//!    compare-and-swap from such a state, and every transition that opens it (a writer's
+//!    release, the last reader's release, a blocked reader taking its `fetch_add` back, a
+//!    woken reader giving up on an idle lock) clears `WW` in the same compare-and-swap and
+//!    then wakes one writer. (A writer's release under the reader-preferring kinds with
+//!    readers waiting does not open it, but wakes a writer all the same: should the woken
+//!    readers never come, that writer is the one that notices, below.)
+//! 2. `RW` set ⇒ readers are blocked, or woken and not yet in. A reader sets `RW` only
+//!    with a compare-and-swap from a state that blocks it, and every transition that
+//!    unblocks readers (a writer's release, a waiting writer giving up under writer
+//!    preference) wakes all readers after its compare-and-swap, which clears `RW` unless
+//!    the woken readers are to come first.
 //!
 //! A sleeper calls `FUTEX_WAIT_BITSET(gate, g)` with a value `g` that has its bit set.
 //! If the transition that clears the bit happens first, the kernel sees a gate other
@@ -121,16 +143,20 @@
 //! from a writer, a stale entry in the queued-writer count. That costs a spurious wake
 //! per release; under writer preference it would also keep readers out of an idle lock,
 //! so a reader that finds the lock idle and held back only by queued writers sleeps at
-//! most [`STALE_WRITER_GRACE_NS`] (any real writer takes the lock long before) and then
+//! most [`STALE_WAITER_GRACE_NS`] (any real writer takes the lock long before) and then
 //! enters anyway. The same grace covers a child after `fork` that inherits queued
-//! writers that were threads of its parent.
+//! writers that were threads of its parent. Symmetrically, a writer held back from an
+//! idle lock only by woken readers still on their way sleeps at most that long, then
+//! clears `RW` if nothing moved and goes ahead.
 //!
 //! A writer that gives up (timeout) takes itself off the queue. If it may have consumed
 //! the wake meant for another queued writer, it passes it on: when the lock is idle it
 //! wakes another writer, when it is busy it sets `WW` so that the release will. If it was
 //! the last queued writer under writer preference and no writer holds the lock, it
-//! clears `RW` and wakes the readers it was keeping out. A reader that gives up needs to
-//! do nothing: readers are always woken all together.
+//! clears `RW` and wakes the readers it was keeping out. A reader that gives up owes no
+//! other reader anything (readers are always woken all together); under the
+//! reader-preferring kinds, if the lock is idle it clears `RW` and wakes a writer, as the
+//! last reader would have.
 //!
 //! # Writer preference without starvation
 //!
@@ -193,9 +219,10 @@ const PREFER_WRITER_NONRECURSIVE: u32 = 2;
 const READER_QUEUE: u32 = 1;
 const WRITER_QUEUE: u32 = 2;
 
-/// How long a reader waits for queued writers to take an idle lock before it concludes
-/// that they are gone (see "No handoff, and leaving a wait").
-const STALE_WRITER_GRACE_NS: i64 = 1_000_000;
+/// How long a reader waits for queued writers (or a writer for woken readers) to take an
+/// idle lock before it concludes that they are gone (see "No handoff, and leaving a
+/// wait").
+const STALE_WAITER_GRACE_NS: i64 = 1_000_000;
 
 #[inline(always)]
 fn readers(state: u64) -> u64 {
@@ -301,6 +328,15 @@ impl RawRwLock {
         state & WRITE_LOCKED != 0 || (queued_writers(state) != 0 && self.prefers_writers())
     }
 
+    /// Whether a writer may take the lock in `state`: it is idle and, under the
+    /// reader-preferring kinds, no readers woken by the last write release are still on
+    /// their way in (`RW` still set): a writer that took the lock from under them would
+    /// only send them back to sleep.
+    #[inline(always)]
+    fn open_for_writer(&self, state: u64) -> bool {
+        idle(state) && (state & READERS_WAITING == 0 || self.prefers_writers())
+    }
+
     fn gate_addr(&self) -> GateAddr {
         // Little-endian: the low half of `state` is its first four bytes.
         GateAddr { word: self.state.as_ptr().cast::<u32>().cast_const(), shared: self.shared() }
@@ -393,7 +429,13 @@ impl RawRwLock {
         if readers(state) >= MAX_READERS {
             return Err(libc::EAGAIN);
         }
-        Ok(self.state.compare_exchange(state, state + ONE_READER, Acquire, Relaxed).is_ok())
+        // Under the reader-preferring kinds a reader that comes in from the slow path ends
+        // the wait of the readers the last write release woke (see `RW` in the header).
+        let mut next = state + ONE_READER;
+        if !self.prefers_writers() {
+            next &= !READERS_WAITING;
+        }
+        Ok(self.state.compare_exchange(state, next, Acquire, Relaxed).is_ok())
     }
 
     /// `pthread_rwlock_wrlock` and its timed variants (the caller has checked the
@@ -435,7 +477,7 @@ impl RawRwLock {
     pub fn try_write_lock(&self) -> c_int {
         let mut state = self.state.load(Relaxed);
         loop {
-            if !idle(state) {
+            if !self.open_for_writer(state) {
                 return libc::EBUSY;
             }
             match self.state.compare_exchange_weak(
@@ -457,7 +499,7 @@ impl RawRwLock {
     /// one of the queued writers; `woken`: it has slept in the writer queue (and so may
     /// have taken the wake-up that `WW` promised to the other sleepers too).
     fn try_enter_as_writer(&self, state: u64, registered: bool, woken: bool) -> bool {
-        idle(state)
+        self.open_for_writer(state)
             && self
                 .state
                 .compare_exchange(state, acquired_by_writer(state, registered, woken), Acquire, Relaxed)
@@ -503,10 +545,16 @@ impl RawRwLock {
         loop {
             let mut next = state & !(WRITE_LOCKED | WRITERS_WAITING);
             let mut wake = Wake { readers: false, writer: state & WRITERS_WAITING != 0 };
-            // Under writer preference, queued writers keep the readers asleep.
-            if state & READERS_WAITING != 0 && !(prefers_writers && queued_writers(state) != 0) {
-                next &= !READERS_WAITING;
-                wake.readers = true;
+            if state & READERS_WAITING != 0 {
+                if !prefers_writers {
+                    // The readers come first: `RW` stays set until one of them is in, and
+                    // keeps writers out meanwhile.
+                    wake.readers = true;
+                } else if queued_writers(state) == 0 {
+                    next &= !READERS_WAITING;
+                    wake.readers = true;
+                }
+                // Under writer preference, queued writers keep the readers asleep.
             }
             match self.state.compare_exchange_weak(state, next, Release, Relaxed) {
                 Ok(_) => {
@@ -569,9 +617,15 @@ impl RawRwLock {
                     next &= !WRITERS_WAITING;
                     wake.writer = true;
                 }
-                if state & READERS_WAITING != 0 && !(prefers_writers && queued_writers(state) != 0) {
-                    next &= !READERS_WAITING;
-                    wake.readers = true;
+                if state & READERS_WAITING != 0 {
+                    if !prefers_writers {
+                        // Woken readers still on their way in: none sleeps (no writer
+                        // holds the lock), so the lock simply opens to writers again.
+                        next &= !READERS_WAITING;
+                    } else if queued_writers(state) == 0 {
+                        next &= !READERS_WAITING;
+                        wake.readers = true;
+                    }
                 }
             }
             match self.state.compare_exchange_weak(state, next, Release, Relaxed) {

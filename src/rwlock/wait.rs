@@ -8,7 +8,7 @@ use libc::{c_int, timespec};
 use super::policy;
 use super::{
     gate, idle, queued_writers, RawRwLock, Wake, QUEUED_WRITER, READERS_WAITING, READER_QUEUE,
-    STALE_WRITER_GRACE_NS, WRITERS_WAITING, WRITER_QUEUE, WRITE_LOCKED,
+    STALE_WAITER_GRACE_NS, WRITERS_WAITING, WRITER_QUEUE, WRITE_LOCKED,
 };
 use crate::sys::{self, Deadline};
 
@@ -115,7 +115,7 @@ fn spin_write(lock: &RawRwLock, budget: u32, registered: bool) -> bool {
     let mut state = lock.state.load(Relaxed);
     let mut was_open = false;
     let won = loop {
-        if idle(state) {
+        if lock.open_for_writer(state) {
             if lock.try_enter_as_writer(state, registered, false) {
                 break true;
             }
@@ -160,19 +160,21 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int
         if waiting != state && lock.state.compare_exchange(state, waiting, Relaxed, Relaxed).is_err() {
             continue;
         }
-        if let Some(d) = deadline {
-            d.check()?;
+        if let Some(Err(e)) = deadline.map(Deadline::check) {
+            give_up_reader(lock);
+            return Err(e);
         }
         // Blocked only by queued writers while nobody holds the lock: one of them is about
         // to take it, unless they are gone (see "No handoff, and leaving a wait").
         let held_back_by_queue = idle(state);
         let r = if held_back_by_queue {
-            let grace = Deadline { clock: libc::CLOCK_MONOTONIC, at: ns_from_now(STALE_WRITER_GRACE_NS) };
+            let grace = Deadline { clock: libc::CLOCK_MONOTONIC, at: ns_from_now(STALE_WAITER_GRACE_NS) };
             sys::futex_wait_bitset(addr.word, gate(waiting), READER_QUEUE, Some(&grace), addr.shared)
         } else {
             sys::futex_wait_bitset(addr.word, gate(waiting), READER_QUEUE, deadline, addr.shared)
         };
         if r == libc::ETIMEDOUT && !held_back_by_queue {
+            give_up_reader(lock);
             return Err(libc::ETIMEDOUT);
         }
         if held_back_by_queue {
@@ -194,7 +196,7 @@ fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bo
     let mut woken = false;
     loop {
         let state = lock.state.load(Relaxed);
-        if idle(state) {
+        if lock.open_for_writer(state) {
             if lock.try_enter_as_writer(state, registered, woken) {
                 return Ok(());
             }
@@ -213,7 +215,28 @@ fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bo
             give_up_writer(lock);
             return Err(e);
         }
-        let r = sys::futex_wait_bitset(addr.word, gate(waiting), WRITER_QUEUE, deadline, addr.shared);
+        // Held back only by woken readers on their way in (the lock is idle): they enter
+        // within microseconds, unless they are gone (a reader that left its wait with
+        // `siglongjmp`), which the grace period tells.
+        let held_back_by_woken_readers = idle(state);
+        let r = if held_back_by_woken_readers {
+            let grace = Deadline { clock: libc::CLOCK_MONOTONIC, at: ns_from_now(STALE_WAITER_GRACE_NS) };
+            sys::futex_wait_bitset(addr.word, gate(waiting), WRITER_QUEUE, Some(&grace), addr.shared)
+        } else {
+            sys::futex_wait_bitset(addr.word, gate(waiting), WRITER_QUEUE, deadline, addr.shared)
+        };
+        if held_back_by_woken_readers {
+            if r == libc::ETIMEDOUT {
+                // Nothing moved for the whole grace period: the readers are gone.
+                let _ = lock.state.compare_exchange(waiting, waiting & !READERS_WAITING, Relaxed, Relaxed);
+            }
+            if deadline.is_some_and(passed) {
+                give_up_writer(lock);
+                return Err(libc::ETIMEDOUT);
+            }
+            woken |= r != libc::EAGAIN;
+            continue;
+        }
         if r == libc::ETIMEDOUT {
             give_up_writer(lock);
             return Err(libc::ETIMEDOUT);
@@ -239,7 +262,7 @@ fn give_up_writer(lock: &RawRwLock) {
         let mut next = state - QUEUED_WRITER;
         let mut wake = Wake::NOBODY;
         if queued_writers(next) != 0 {
-            if idle(state) {
+            if lock.open_for_writer(state) {
                 wake.writer = true;
             } else {
                 next |= WRITERS_WAITING;
@@ -248,6 +271,27 @@ fn give_up_writer(lock: &RawRwLock) {
             next &= !READERS_WAITING;
             wake.readers = true;
         }
+        match lock.state.compare_exchange_weak(state, next, Relaxed, Relaxed) {
+            // This thread is inside a lock call, so the lock is still alive here.
+            Ok(_) => return addr.wake(wake),
+            Err(now) => state = now,
+        }
+    }
+}
+
+/// A reader stops waiting without the lock. Under the reader-preferring kinds it may
+/// have been one of the woken readers whose `RW` keeps writers out of the idle lock: if
+/// the lock is idle it opens it to writers again (no reader sleeps while no writer holds
+/// it) and wakes one, as a last reader would.
+fn give_up_reader(lock: &RawRwLock) {
+    if lock.prefers_writers() {
+        return;
+    }
+    let addr = lock.gate_addr();
+    let mut state = lock.state.load(Relaxed);
+    while idle(state) && state & READERS_WAITING != 0 {
+        let next = state & !(READERS_WAITING | WRITERS_WAITING);
+        let wake = Wake { readers: false, writer: state & WRITERS_WAITING != 0 };
         match lock.state.compare_exchange_weak(state, next, Relaxed, Relaxed) {
             // This thread is inside a lock call, so the lock is still alive here.
             Ok(_) => return addr.wake(wake),
