@@ -25,6 +25,7 @@ mod mutex;
 mod observe;
 mod pi;
 mod real;
+mod rwlock;
 mod spin;
 mod strategy;
 mod sys;

@@ -1,6 +1,6 @@
 //! glibc's own functions, for what this library forwards (the `glibc` strategy, robust,
-//! priority-inherit and priority-protect mutexes, initialisation and destruction, and
-//! the condition-variable waits it only observes).
+//! priority-inherit and priority-protect mutexes, initialisation and destruction of
+//! mutexes and rwlocks, and the condition-variable waits it only observes).
 //!
 //! Each is looked up with `dlsym(RTLD_NEXT, …)` on first use and cached in an atomic.
 //! No `Once`: a lookup may re-enter the library (through an allocator that locks), and
@@ -8,7 +8,9 @@
 
 use core::ffi::{c_void, CStr};
 use core::sync::atomic::{AtomicPtr, Ordering::Relaxed};
-use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
+use libc::{
+    c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec,
+};
 
 /// A lazily resolved glibc function, of a given symbol version or the default one.
 pub struct Real {
@@ -106,6 +108,17 @@ forward! {
     mutex_timedlock / c"pthread_mutex_timedlock": fn(m: *mut pthread_mutex_t, t: *const timespec) -> c_int = libc::ENOSYS;
     mutex_clocklock / c"pthread_mutex_clocklock": fn(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) -> c_int = libc::ENOSYS;
     mutex_consistent / c"pthread_mutex_consistent": fn(m: *mut pthread_mutex_t) -> c_int = libc::ENOSYS;
+    rwlock_init / c"pthread_rwlock_init": fn(l: *mut pthread_rwlock_t, a: *const pthread_rwlockattr_t) -> c_int = libc::ENOSYS;
+    rwlock_destroy / c"pthread_rwlock_destroy": fn(l: *mut pthread_rwlock_t) -> c_int = libc::ENOSYS;
+    rwlock_rdlock / c"pthread_rwlock_rdlock": fn(l: *mut pthread_rwlock_t) -> c_int = libc::ENOSYS;
+    rwlock_tryrdlock / c"pthread_rwlock_tryrdlock": fn(l: *mut pthread_rwlock_t) -> c_int = libc::ENOSYS;
+    rwlock_timedrdlock / c"pthread_rwlock_timedrdlock": fn(l: *mut pthread_rwlock_t, t: *const timespec) -> c_int = libc::ENOSYS;
+    rwlock_clockrdlock / c"pthread_rwlock_clockrdlock": fn(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) -> c_int = libc::ENOSYS;
+    rwlock_wrlock / c"pthread_rwlock_wrlock": fn(l: *mut pthread_rwlock_t) -> c_int = libc::ENOSYS;
+    rwlock_trywrlock / c"pthread_rwlock_trywrlock": fn(l: *mut pthread_rwlock_t) -> c_int = libc::ENOSYS;
+    rwlock_timedwrlock / c"pthread_rwlock_timedwrlock": fn(l: *mut pthread_rwlock_t, t: *const timespec) -> c_int = libc::ENOSYS;
+    rwlock_clockwrlock / c"pthread_rwlock_clockwrlock": fn(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) -> c_int = libc::ENOSYS;
+    rwlock_unlock / c"pthread_rwlock_unlock": fn(l: *mut pthread_rwlock_t) -> c_int = libc::ENOSYS;
     mtx_init / c"mtx_init": fn(m: *mut pthread_mutex_t, kind: c_int) -> c_int = crate::c11::THRD_ERROR;
     fork_no_handlers / c"_Fork": fn() -> libc::pid_t = {
         // SAFETY: sets this thread's errno, as a failed call would.

@@ -32,21 +32,32 @@ static HANDOFF_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 /// Pause iterations this acquisition may spin; 0 means sleep at once.
 #[inline]
 pub fn budget(m: &RawMutex) -> u32 {
-    if !config::row().spins {
-        return 0;
-    }
-    (2 * m.spin_estimate() + FLOOR).min(config::spin_limit())
+    budget_for(m.spin_estimate())
 }
 
 /// Moves the estimate towards what this acquisition needed: the iterations it spun if
 /// spinning won, or down by a step if the whole budget was spent in vain.
 pub fn learn(m: &RawMutex, won_after: Option<u32>) {
-    let estimate = m.spin_estimate() as i64;
+    m.set_spin_estimate(next_estimate(m.spin_estimate(), won_after));
+}
+
+/// The budget of [`budget`] for any lock that keeps an estimate (rwlocks use it too).
+#[inline]
+pub fn budget_for(estimate: u32) -> u32 {
+    if !config::row().spins {
+        return 0;
+    }
+    (2 * estimate + FLOOR).min(config::spin_limit())
+}
+
+/// The estimate [`learn`] moves to, for any lock that keeps one.
+pub fn next_estimate(estimate: u32, won_after: Option<u32>) -> u32 {
+    let estimate = estimate as i64;
     let target = match won_after {
         Some(iterations) => iterations as i64,
         None => 0,
     };
-    m.set_spin_estimate((estimate + ((target - estimate) >> SHIFT)).max(0) as u32);
+    (estimate + ((target - estimate) >> SHIFT)).max(0) as u32
 }
 
 /// Lost wake-ups after which a sleeper asks for the lock to be handed over; 0 if

@@ -183,6 +183,63 @@ pub fn futex_wake(word: *const i32, count: i32, shared: bool) {
     unsafe { libc::syscall(libc::SYS_futex, word, libc::FUTEX_WAKE | private_flag(shared), count) };
 }
 
+/// `FUTEX_WAIT_BITSET` on a raw 32-bit word: sleeps while `*word == expected`, in the
+/// wait queue that `bitset` names, until a `FUTEX_WAKE_BITSET` whose bitset shares a bit
+/// with it, or `deadline`. Same results as [`futex_wait`]. Several kinds of waiter can
+/// share one futex word this way and still be woken apart.
+pub fn futex_wait_bitset(
+    word: *const u32,
+    expected: u32,
+    bitset: u32,
+    deadline: Option<&Deadline>,
+    shared: bool,
+) -> c_int {
+    let (clock, ts) = match deadline {
+        None => (0, ptr::null()),
+        Some(d) => {
+            let clock = if d.clock == libc::CLOCK_REALTIME { libc::FUTEX_CLOCK_REALTIME } else { 0 };
+            (clock, &d.at as *const timespec)
+        }
+    };
+    // SAFETY: `word` is an aligned 32-bit futex word of a live lock (the kernel only reads
+    // it); `ts` is null (no timeout) or points to an absolute timespec that outlives the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word,
+            libc::FUTEX_WAIT_BITSET | clock | private_flag(shared),
+            expected,
+            ts,
+            ptr::null::<u32>(),
+            bitset,
+        )
+    };
+    if r == 0 {
+        0
+    } else {
+        errno()
+    }
+}
+
+/// `FUTEX_WAKE_BITSET`: wakes up to `count` threads sleeping on `word` in a queue that
+/// shares a bit with `bitset`. Returns how many it woke. The address is only a key: this
+/// is safe to call on memory that another thread may already have freed.
+pub fn futex_wake_bitset(word: *const u32, count: i32, bitset: u32, shared: bool) -> i32 {
+    // SAFETY: the kernel uses the address only as a key and never writes through it.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word,
+            libc::FUTEX_WAKE_BITSET | private_flag(shared),
+            count,
+            ptr::null::<timespec>(),
+            ptr::null::<u32>(),
+            bitset,
+        )
+    };
+    r.max(0) as i32
+}
+
 const SYS_FUTEX_WAITV: c_long = 449;
 const FUTEX2_SIZE_U32: u32 = 0x02;
 const FUTEX2_PRIVATE: u32 = 128;

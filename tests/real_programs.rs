@@ -1,6 +1,7 @@
-//! Real programs under the library: sysbench, stress-ng, pigz, zstd, xz, python3, and
-//! three programs of the test tree (SQLite in serialized mode, jemalloc co-preloaded, a
-//! C++ program on the standard library's mutexes).
+//! Real programs under the library: sysbench, stress-ng, pigz, zstd, xz, python3, fio
+//! (a process-shared rwlock around every I/O), and three programs of the test tree
+//! (SQLite in serialized mode, jemalloc co-preloaded, a C++ program on the standard
+//! library's mutexes).
 //!
 //! Every program runs first without the preload, then under `LD_PRELOAD` with each
 //! strategy. A check fails on a wrong output, a non-zero exit or a hang (every run is
@@ -28,7 +29,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::harness::{self, tests, Need, Suite};
-use common::{c_test, lib_path, preloaded, run_bounded, Outcome, STRATEGIES};
+use common::{c_test, lib_path, preloaded, run_bounded, scratch, Outcome, STRATEGIES};
 
 /// Only a hang guard: every run here takes a few seconds at most.
 const HANG_GUARD: Duration = Duration::from_secs(120);
@@ -878,6 +879,109 @@ fn input_generator_is_deterministic_and_compressible() {
     assert!((20..=64).contains(&distinct), "{distinct} distinct bytes");
 }
 
+// ---------------------------------------------------------------------------------
+// A real program: fio with `--lockfile=readwrite` takes a process-shared rwlock (in a
+// MAP_SHARED mapping, fio's rwlock.c) around every I/O: rdlock for reads, wrlock for
+// writes. Its jobs run as threads (`--thread`) or as forked processes.
+
+const FIO: &str = "/usr/bin/fio";
+
+/// fio's JSON report, reduced to what the test checks: per job, its error and the I/Os
+/// it completed.
+fn fio_jobs(json: &str) -> Vec<(u64, u64, u64)> {
+    // A small scan instead of a JSON parser: each job object has "error" : N, then its
+    // "read" object with "total_ios" : N, then its "write" object with the same.
+    let number_after = |text: &str, key: &str| -> Option<(u64, usize)> {
+        let at = text.find(key)? + key.len();
+        let rest = text[at..].trim_start_matches([' ', ':', '"']);
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        Some((digits.parse().ok()?, at))
+    };
+    let mut jobs = Vec::new();
+    let mut rest = json;
+    while let Some((error, at)) = number_after(rest, "\"error\"") {
+        rest = &rest[at..];
+        let Some((reads, at)) = number_after(rest, "\"total_ios\"") else { break };
+        rest = &rest[at..];
+        let Some((writes, at)) = number_after(rest, "\"total_ios\"") else { break };
+        rest = &rest[at..];
+        jobs.push((error, reads, writes));
+    }
+    jobs
+}
+
+fn fio_with_a_process_shared_rwlock_around_every_io() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    let jobs = 4u64;
+    let ios_per_job = 4096u64; // --size / --bs
+    for threads in [true, false] {
+        for strategy in std::iter::once(None).chain(STRATEGIES.iter().copied().map(Some)) {
+            let mut cmd = preloaded(FIO, strategy);
+            // --lockfile must come before --filename: fio reads it when it adds the file.
+            cmd.args(["--name=rw", "--lockfile=readwrite"])
+                .arg(format!("--filename={}", data.display()))
+                .args(["--size=4m", "--bs=1k", "--rw=randrw", "--rwmixread=75", "--ioengine=psync"])
+                .args(["--randseed=7", "--output-format=json", "--group_reporting=0"])
+                .arg(format!("--numjobs={jobs}"));
+            if threads {
+                cmd.arg("--thread");
+            }
+            let log = dir.path().join("ld");
+            if strategy.is_some() {
+                let _ = std::fs::remove_dir_all(&log);
+                std::fs::create_dir_all(&log).expect("create log directory");
+                cmd.env("LD_DEBUG", "bindings").env("LD_DEBUG_OUTPUT", log.join("ld"));
+            }
+            let what = format!("fio {} under {strategy:?}", if threads { "threads" } else { "processes" });
+            let o = run_bounded(cmd, Duration::from_secs(120));
+            o.assert_success(&what);
+            let report = fio_jobs(&o.stdout);
+            assert_eq!(
+                report.len() as u64,
+                jobs,
+                "{what}: expected {jobs} jobs in the report:\n{}",
+                o.stdout
+            );
+            for (error, reads, writes) in &report {
+                assert_eq!(*error, 0, "{what}: a job reported error {error}");
+                assert_eq!(
+                    reads + writes,
+                    ios_per_job,
+                    "{what}: a job did {reads} reads and {writes} writes"
+                );
+                assert!(*reads > 0 && *writes > 0, "{what}: a job did {reads} reads and {writes} writes");
+            }
+            if strategy.is_some() {
+                // fio binds at load time (-z now): its rwlock calls reach the library.
+                let mut bound = std::collections::BTreeSet::new();
+                for entry in std::fs::read_dir(&log).expect("read log directory").flatten() {
+                    let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                    for message in text.split("binding file ").skip(1) {
+                        if !message.starts_with("/usr/bin/fio ") {
+                            continue;
+                        }
+                        let Some(sym) = message.split('`').nth(1).and_then(|r| r.split('\'').next()) else {
+                            continue;
+                        };
+                        if sym.starts_with("pthread_rwlock_") {
+                            assert!(
+                                message.contains("libspinmutex.so"),
+                                "{what}: fio binds {sym} elsewhere: {}",
+                                message.lines().next().unwrap_or("")
+                            );
+                            bound.insert(sym.to_string());
+                        }
+                    }
+                }
+                for sym in ["pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "pthread_rwlock_unlock"] {
+                    assert!(bound.contains(sym), "{what}: fio does not bind {sym} to the library: {bound:?}");
+                }
+            }
+        }
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = Suite::new();
     suite.needs(
@@ -900,6 +1004,11 @@ fn main() -> std::process::ExitCode {
         sqlite_serialized_threads,
     );
     suite.needs("jemalloc_co_preloaded", &[Need::File(JEMALLOC, "libjemalloc2")], jemalloc_co_preloaded);
+    suite.needs(
+        "fio_with_a_process_shared_rwlock_around_every_io",
+        &[Need::File(FIO, "fio")],
+        fio_with_a_process_shared_rwlock_around_every_io,
+    );
     tests!(
         suite,
         cpp_standard_library,

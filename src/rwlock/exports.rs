@@ -1,0 +1,219 @@
+//! The `pthread_rwlock_*` symbols the preload puts in front of glibc's. Under the `glibc`
+//! strategy each forwards to glibc's own function; otherwise the rwlock's bytes are
+//! served by [`RawRwLock`]. `init` and `destroy` are always glibc's (see `mod.rs`).
+//!
+//! One unversioned definition here satisfies every version a program may have bound:
+//! `pthread_rwlock_*@GLIBC_2.2.5` and `@GLIBC_2.34`, `clock*lock@GLIBC_2.30`, and the old
+//! `__pthread_rwlock_*@GLIBC_2.2.5` aliases (defined at the end).
+
+use libc::{c_int, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec};
+
+use super::RawRwLock;
+use crate::config;
+use crate::real;
+use crate::sys::{self, Deadline};
+
+/// A strategy that serves nothing (`glibc`): every call goes to glibc's own function.
+/// (Under `kernel`, rwlocks are served and sleep at once: the kernel has no spinning
+/// futex for them.)
+#[inline(always)]
+fn forwarded() -> bool {
+    !config::row().serves
+}
+
+/// The application's rwlock as this library sees it.
+///
+/// # Safety
+/// `l` must point to an initialised rwlock, as POSIX requires of the caller (a null
+/// pointer crashes in glibc too).
+#[inline(always)]
+unsafe fn ours<'a>(l: *mut pthread_rwlock_t) -> &'a RawRwLock {
+    // SAFETY: see above.
+    unsafe { RawRwLock::from_ptr(l) }
+}
+
+/// The deadline of a timed call, checked as glibc checks it before anything else: an
+/// unsupported clock or a `tv_nsec` outside 0..1e9 is `EINVAL` even when the lock is
+/// free. A NULL timespec means no timeout (glibc 2.36 skips the check and waits).
+/// A negative `tv_sec` is accepted here and times out only if the call would block.
+///
+/// # Safety
+/// `abstime` is null or points to a readable timespec.
+unsafe fn deadline(clock: clockid_t, abstime: *const timespec) -> Result<Option<Deadline>, c_int> {
+    // SAFETY: the caller's timespec, read once.
+    let Some(at) = (unsafe { abstime.as_ref() }) else {
+        return Ok(None);
+    };
+    if !sys::clock_supported(clock) || !(0..1_000_000_000).contains(&at.tv_nsec) {
+        return Err(libc::EINVAL);
+    }
+    Ok(Some(Deadline { clock, at: *at }))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_rdlock(l) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.read_lock(None)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_tryrdlock(l) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.try_read_lock()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
+    l: *mut pthread_rwlock_t,
+    abstime: *const timespec,
+) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_timedrdlock(l, abstime) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    // SAFETY: POSIX requires `abstime` to point to a timespec.
+    match unsafe { deadline(libc::CLOCK_REALTIME, abstime) } {
+        Ok(d) => lock.read_lock(d.as_ref()),
+        Err(e) => e,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
+    l: *mut pthread_rwlock_t,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_clockrdlock(l, clock, abstime) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    // SAFETY: POSIX requires `abstime` to point to a timespec.
+    match unsafe { deadline(clock, abstime) } {
+        Ok(d) => lock.read_lock(d.as_ref()),
+        Err(e) => e,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_wrlock(l) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.write_lock(None)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_trywrlock(l) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.try_write_lock()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
+    l: *mut pthread_rwlock_t,
+    abstime: *const timespec,
+) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_timedwrlock(l, abstime) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    // SAFETY: POSIX requires `abstime` to point to a timespec.
+    match unsafe { deadline(libc::CLOCK_REALTIME, abstime) } {
+        Ok(d) => lock.write_lock(d.as_ref()),
+        Err(e) => e,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
+    l: *mut pthread_rwlock_t,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_clockwrlock(l, clock, abstime) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    // SAFETY: POSIX requires `abstime` to point to a timespec.
+    match unsafe { deadline(clock, abstime) } {
+        Ok(d) => lock.write_lock(d.as_ref()),
+        Err(e) => e,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
+    if forwarded() {
+        // SAFETY: the caller's arguments go to glibc unchanged.
+        return unsafe { real::rwlock_unlock(l) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    lock.unlock()
+}
+
+/// glibc's initialiser writes exactly the layout the protocol reads (all zero but the
+/// kind and the shared flag), so it stays glibc's under every strategy.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_init(
+    l: *mut pthread_rwlock_t,
+    attr: *const pthread_rwlockattr_t,
+) -> c_int {
+    // SAFETY: the caller's arguments go to glibc unchanged.
+    unsafe { real::rwlock_init(l, attr) }
+}
+
+/// glibc 2.36's `destroy` does nothing and returns 0, whatever the lock's state.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_int {
+    // SAFETY: the caller's rwlock goes to glibc unchanged.
+    unsafe { real::rwlock_destroy(l) }
+}
+
+/// The old double-underscore names (`__pthread_rwlock_*@GLIBC_2.2.5`).
+macro_rules! alias {
+    ($($alias:ident => $target:ident ( $($arg:ident: $ty:ty),* );)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $alias($($arg: $ty),*) -> c_int {
+            // SAFETY: same contract as the function it stands for.
+            unsafe { $target($($arg),*) }
+        }
+    )*};
+}
+
+alias! {
+    __pthread_rwlock_rdlock => pthread_rwlock_rdlock(l: *mut pthread_rwlock_t);
+    __pthread_rwlock_tryrdlock => pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t);
+    __pthread_rwlock_wrlock => pthread_rwlock_wrlock(l: *mut pthread_rwlock_t);
+    __pthread_rwlock_trywrlock => pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t);
+    __pthread_rwlock_unlock => pthread_rwlock_unlock(l: *mut pthread_rwlock_t);
+    __pthread_rwlock_init => pthread_rwlock_init(l: *mut pthread_rwlock_t, a: *const pthread_rwlockattr_t);
+    __pthread_rwlock_destroy => pthread_rwlock_destroy(l: *mut pthread_rwlock_t);
+}

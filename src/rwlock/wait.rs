@@ -1,0 +1,315 @@
+//! Waiting for a busy rwlock: spinning first under the `spin` strategy (the budget and
+//! back-off come from [`policy`]), then sleeping on the gate in the reader or writer
+//! queue. The protocol these loops follow is described in the module header (`mod.rs`).
+
+use core::sync::atomic::Ordering::Relaxed;
+use libc::{c_int, timespec};
+
+use super::policy;
+use super::{
+    gate, idle, queued_writers, RawRwLock, Wake, QUEUED_WRITER, READERS_WAITING, READER_QUEUE,
+    STALE_WAITER_GRACE_NS, WRITERS_WAITING, WRITER_QUEUE, WRITE_LOCKED,
+};
+use crate::sys::{self, Deadline};
+
+/// A reader that was refused waits until it can enter, or until `deadline`.
+pub(super) fn read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int> {
+    if !deadline.is_some_and(passed) {
+        let budget = policy::budget(lock.spin_estimate());
+        if budget > 0 && spin_read(lock, budget)? {
+            return Ok(());
+        }
+    }
+    sleep_read(lock, deadline)
+}
+
+/// A writer that was refused waits until it has the lock, or until `deadline`.
+pub(super) fn write(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int> {
+    // Under writer preference the writer queues itself before it spins: from here on no
+    // new reader enters, so the readers inside drain while it spins.
+    let registered = lock.prefers_writers();
+    if registered {
+        lock.state.fetch_add(QUEUED_WRITER, Relaxed);
+    }
+    if !deadline.is_some_and(passed) {
+        let budget = policy::budget(lock.spin_estimate());
+        if budget > 0 && spin_write(lock, budget, registered) {
+            return Ok(());
+        }
+    }
+    sleep_write(lock, deadline, registered)
+}
+
+/// Exponential back-off between reads of the state, as the mutex spins.
+struct Spinner {
+    used: u32,
+    backoff: u32,
+    budget: u32,
+    lost: u32,
+}
+
+impl Spinner {
+    fn new(budget: u32) -> Spinner {
+        Spinner { used: 0, backoff: 1, budget, lost: 0 }
+    }
+
+    /// Pauses before the next read; false once the budget is spent.
+    fn pause(&mut self) -> bool {
+        if self.used >= self.budget {
+            return false;
+        }
+        for _ in 0..self.backoff {
+            core::hint::spin_loop();
+        }
+        self.used += self.backoff;
+        self.backoff = (self.backoff * 2).min(policy::MAX_BACKOFF);
+        true
+    }
+
+    /// The lock was open and another thread closed it first; false once that happened
+    /// often enough that spinning only drags the lock's cache line between cores.
+    fn lost_race(&mut self) -> bool {
+        self.lost += 1;
+        self.lost < policy::LOST_RACES
+    }
+
+    fn learn(&self, lock: &RawRwLock, won: bool) {
+        let won_after = won.then_some(self.used);
+        lock.set_spin_estimate(policy::next_estimate(lock.spin_estimate(), won_after));
+    }
+}
+
+/// Spins reading the state until a reader may enter; `Ok(true)` when in.
+fn spin_read(lock: &RawRwLock, budget: u32) -> Result<bool, c_int> {
+    let mut spinner = Spinner::new(budget);
+    let mut state = lock.state.load(Relaxed);
+    let mut was_open = false;
+    let won = loop {
+        if !lock.blocks_readers(state) {
+            if lock.try_enter_as_reader(state)? {
+                break true;
+            }
+            // Usually another reader moved the count: look again at once.
+            state = lock.state.load(Relaxed);
+            was_open = true;
+            continue;
+        }
+        if was_open {
+            was_open = false;
+            if !spinner.lost_race() {
+                break false;
+            }
+        }
+        if !spinner.pause() {
+            break false;
+        }
+        state = lock.state.load(Relaxed);
+    };
+    spinner.learn(lock, won);
+    Ok(won)
+}
+
+/// Spins reading the state until the lock is idle and this writer takes it.
+fn spin_write(lock: &RawRwLock, budget: u32, registered: bool) -> bool {
+    let mut spinner = Spinner::new(budget);
+    let mut state = lock.state.load(Relaxed);
+    let mut was_open = false;
+    let won = loop {
+        if lock.open_for_writer(state) {
+            if lock.try_enter_as_writer(state, registered, false) {
+                break true;
+            }
+            state = lock.state.load(Relaxed);
+            was_open = true;
+            continue;
+        }
+        if was_open {
+            was_open = false;
+            if !spinner.lost_race() {
+                break false;
+            }
+        }
+        if state & WRITERS_WAITING != 0 && policy::queue_behind_sleepers() {
+            break false;
+        }
+        if !spinner.pause() {
+            break false;
+        }
+        state = lock.state.load(Relaxed);
+    };
+    spinner.learn(lock, won);
+    won
+}
+
+/// Sleeps in the reader queue until a reader may enter, then enters.
+fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int> {
+    let addr = lock.gate_addr();
+    // Set once queued writers have held back an idle lock for the whole grace period.
+    let mut writers_presumed_gone = false;
+    loop {
+        let state = lock.state.load(Relaxed);
+        let blocked =
+            if writers_presumed_gone { state & WRITE_LOCKED != 0 } else { lock.blocks_readers(state) };
+        if !blocked {
+            if lock.try_enter_as_reader(state)? {
+                return Ok(());
+            }
+            continue;
+        }
+        let waiting = state | READERS_WAITING;
+        if waiting != state && lock.state.compare_exchange(state, waiting, Relaxed, Relaxed).is_err() {
+            continue;
+        }
+        if let Some(Err(e)) = deadline.map(Deadline::check) {
+            give_up_reader(lock);
+            return Err(e);
+        }
+        // Blocked only by queued writers while nobody holds the lock: one of them is about
+        // to take it, unless they are gone (see "No handoff, and leaving a wait").
+        let held_back_by_queue = idle(state);
+        let r = if held_back_by_queue {
+            let grace = Deadline { clock: libc::CLOCK_MONOTONIC, at: ns_from_now(STALE_WAITER_GRACE_NS) };
+            sys::futex_wait_bitset(addr.word, gate(waiting), READER_QUEUE, Some(&grace), addr.shared)
+        } else {
+            sys::futex_wait_bitset(addr.word, gate(waiting), READER_QUEUE, deadline, addr.shared)
+        };
+        if r == libc::ETIMEDOUT && !held_back_by_queue {
+            give_up_reader(lock);
+            return Err(libc::ETIMEDOUT);
+        }
+        if held_back_by_queue {
+            if r == libc::ETIMEDOUT && gate(lock.state.load(Relaxed)) == gate(waiting) {
+                writers_presumed_gone = true;
+            }
+            if deadline.is_some_and(passed) {
+                return Err(libc::ETIMEDOUT);
+            }
+        }
+        // Woken, interrupted by a signal (whose handler may have taken other locks), or
+        // the gate changed before the thread slept: look again.
+    }
+}
+
+/// Sleeps in the writer queue until the lock is idle, then takes it.
+fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bool) -> Result<(), c_int> {
+    let addr = lock.gate_addr();
+    let mut woken = false;
+    loop {
+        let state = lock.state.load(Relaxed);
+        if lock.open_for_writer(state) {
+            if lock.try_enter_as_writer(state, registered, woken) {
+                return Ok(());
+            }
+            continue;
+        }
+        // Queue up and promise that the release wakes a writer, in one step.
+        let queue = if registered { 0 } else { QUEUED_WRITER };
+        let waiting = (state + queue) | WRITERS_WAITING;
+        if waiting != state {
+            if lock.state.compare_exchange(state, waiting, Relaxed, Relaxed).is_err() {
+                continue;
+            }
+            registered = true;
+        }
+        if let Some(Err(e)) = deadline.map(Deadline::check) {
+            give_up_writer(lock);
+            return Err(e);
+        }
+        // Held back only by woken readers on their way in (the lock is idle): they enter
+        // within microseconds, unless they are gone (a reader that left its wait with
+        // `siglongjmp`), which the grace period tells.
+        let held_back_by_woken_readers = idle(state);
+        let r = if held_back_by_woken_readers {
+            let grace = Deadline { clock: libc::CLOCK_MONOTONIC, at: ns_from_now(STALE_WAITER_GRACE_NS) };
+            sys::futex_wait_bitset(addr.word, gate(waiting), WRITER_QUEUE, Some(&grace), addr.shared)
+        } else {
+            sys::futex_wait_bitset(addr.word, gate(waiting), WRITER_QUEUE, deadline, addr.shared)
+        };
+        if held_back_by_woken_readers {
+            if r == libc::ETIMEDOUT {
+                // Nothing moved for the whole grace period: the readers are gone.
+                let _ = lock.state.compare_exchange(waiting, waiting & !READERS_WAITING, Relaxed, Relaxed);
+            }
+            if deadline.is_some_and(passed) {
+                give_up_writer(lock);
+                return Err(libc::ETIMEDOUT);
+            }
+            woken |= r != libc::EAGAIN;
+            continue;
+        }
+        if r == libc::ETIMEDOUT {
+            give_up_writer(lock);
+            return Err(libc::ETIMEDOUT);
+        }
+        // EAGAIN: the gate changed before this thread slept, so no wake was meant for it.
+        // Anything else (a wake, a signal) may have taken one.
+        woken |= r != libc::EAGAIN;
+    }
+}
+
+/// A queued writer stops waiting without the lock. It takes itself off the queue and
+/// passes on what it may owe the others: the wake it may have consumed (to another
+/// writer, at once if the lock is idle, else through `WW` at the next release), and,
+/// if it was the last queued writer under writer preference, the readers it kept out.
+fn give_up_writer(lock: &RawRwLock) {
+    let addr = lock.gate_addr();
+    let prefers_writers = lock.prefers_writers();
+    let mut state = lock.state.load(Relaxed);
+    loop {
+        if queued_writers(state) == 0 {
+            return; // cannot happen: the caller is queued
+        }
+        let mut next = state - QUEUED_WRITER;
+        let mut wake = Wake::NOBODY;
+        if queued_writers(next) != 0 {
+            if lock.open_for_writer(state) {
+                wake.writer = true;
+            } else {
+                next |= WRITERS_WAITING;
+            }
+        } else if prefers_writers && state & WRITE_LOCKED == 0 && state & READERS_WAITING != 0 {
+            next &= !READERS_WAITING;
+            wake.readers = true;
+        }
+        match lock.state.compare_exchange_weak(state, next, Relaxed, Relaxed) {
+            // This thread is inside a lock call, so the lock is still alive here.
+            Ok(_) => return addr.wake(wake),
+            Err(now) => state = now,
+        }
+    }
+}
+
+/// A reader stops waiting without the lock. Under the reader-preferring kinds it may
+/// have been one of the woken readers whose `RW` keeps writers out of the idle lock: if
+/// the lock is idle it opens it to writers again (no reader sleeps while no writer holds
+/// it) and wakes one, as a last reader would.
+fn give_up_reader(lock: &RawRwLock) {
+    if lock.prefers_writers() {
+        return;
+    }
+    let addr = lock.gate_addr();
+    let mut state = lock.state.load(Relaxed);
+    while idle(state) && state & READERS_WAITING != 0 {
+        let next = state & !(READERS_WAITING | WRITERS_WAITING);
+        let wake = Wake { readers: false, writer: state & WRITERS_WAITING != 0 };
+        match lock.state.compare_exchange_weak(state, next, Relaxed, Relaxed) {
+            // This thread is inside a lock call, so the lock is still alive here.
+            Ok(_) => return addr.wake(wake),
+            Err(now) => state = now,
+        }
+    }
+}
+
+/// Whether `d` has passed on its clock.
+fn passed(d: &Deadline) -> bool {
+    let mut now = timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own; the clock was checked on entry.
+    unsafe { libc::clock_gettime(d.clock, &mut now) };
+    (now.tv_sec, now.tv_nsec) >= (d.at.tv_sec, d.at.tv_nsec)
+}
+
+/// `CLOCK_MONOTONIC` now plus `ns`, as an absolute timespec.
+fn ns_from_now(ns: i64) -> timespec {
+    let t = sys::now_ns() as i64 + ns;
+    timespec { tv_sec: t / 1_000_000_000, tv_nsec: t % 1_000_000_000 }
+}
