@@ -232,6 +232,7 @@ extern "C" fn constructor() {
     if config::row().priority_inheritance {
         crate::pi::init();
     }
+    crate::spin::init();
     real::resolve_all();
     observe::init();
     handshake::announce();

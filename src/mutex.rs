@@ -20,6 +20,9 @@
 //!
 //! * `__spins`: the adaptive spin estimate (glibc uses it the same way for its adaptive
 //!   type): a moving average of the pause iterations that spinning needed.
+//! * `__elision` (used by glibc only when lock elision is switched on, for its own lock
+//!   code, which never runs on the mutexes served here): the CPU the owner ran on when
+//!   it took the lock, plus one (0: unknown), for the spin policy (spin.rs).
 //! * `__list.__prev` (8 bytes, used by glibc only for robust and PI mutexes, which are
 //!   forwarded): the **handoff** request. A sleeper that keeps losing the lock to spinners
 //!   writes its pid and tid there and sleeps on both the lock word and this word. The next
@@ -52,7 +55,7 @@
 //! address: for the futex wake, which never reads the memory, and for tracing.
 
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use core::sync::atomic::{AtomicI16, AtomicI32, AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicI16, AtomicI32, AtomicU16, AtomicU32, AtomicU64};
 use libc::{c_int, pthread_mutex_t};
 
 use crate::observe::GiveUp;
@@ -98,7 +101,7 @@ pub struct RawMutex {
     nusers: AtomicU32,
     kind: AtomicI32,
     spins: AtomicI16,
-    _elision: AtomicI16,
+    owner_cpu: AtomicU16,
     handoff: AtomicU64,
     spinners: AtomicU32,
     sleepers: AtomicU32,
@@ -207,11 +210,13 @@ impl RawMutex {
         crate::thread::single_threaded() && !self.shared()
     }
 
-    /// Records the caller as owner after any acquisition.
+    /// Records the caller as owner after any acquisition, with the CPU it runs on.
     #[inline]
     pub fn set_owner(&self, tid: i32) {
         self.owner.store(tid, Relaxed);
         self.nusers.store(self.nusers.load(Relaxed).wrapping_add(1), Relaxed);
+        let cpu = crate::thread::cpu().map_or(0, |c| c.wrapping_add(1).min(u32::from(u16::MAX)) as u16);
+        self.owner_cpu.store(cpu, Relaxed);
     }
 
     /// Forgets the owner before a release (glibc's condition variables assert that a
@@ -287,23 +292,11 @@ impl RawMutex {
     /// Waits for the lock after `try_acquire` failed: spins first if the strategy says
     /// so, then sleeps. `Err` is `ETIMEDOUT` once `deadline` passes.
     pub fn acquire_contended(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
-        // Shared mutexes keep no sleeper count: a process killed in its sleep would
-        // leave its share behind in every other process for good.
-        let fair = crate::config::fair() && !self.shared();
-        let mut budget = crate::spin::budget(self);
-        if budget > 0 && fair && self.sleepers.load(Relaxed) != 0 {
-            // Spinning would overtake threads that have waited longer.
-            crate::observe::gave_up_spinning(self, 0, budget, GiveUp::Sleepers);
-            budget = 0;
-        }
-        let spins = if budget > 0 {
-            match self.spin(budget) {
-                Ok(spins) => return Ok(Acquired { how: How::Spinning, spins, sleeps: 0 }),
-                Err(spins) => spins,
-            }
-        } else {
-            0
+        let spins = match crate::spin::spin(self) {
+            Ok(spins) => return Ok(Acquired { how: How::Spinning, spins, sleeps: 0 }),
+            Err(spins) => spins,
         };
+        let fair = self.counts_sleepers();
         if fair {
             self.sleepers.fetch_add(1, Relaxed);
         }
@@ -315,70 +308,11 @@ impl RawMutex {
         Ok(Acquired { how, spins, sleeps })
     }
 
-    /// Spins for at most `budget` pause iterations, only reading the word until it reads
-    /// free. Gives up early when the configured number of spinners is reached, when a
-    /// handoff is pending (the lock will not be free then), or after losing the lock twice
-    /// the moment it came free. Records what it learned in `__spins`.
-    /// `Ok`: the iterations it took to win; `Err`: the iterations spent in vain.
-    #[inline(never)]
-    fn spin(&self, budget: u32) -> Result<u32, u32> {
-        // Counting spinners costs two atomic operations on the lock's own cache line, so
-        // it happens only when a cap is configured.
-        let cap = crate::config::max_spinners();
-        let capped = cap != 0;
-        if capped && self.spinners.fetch_add(1, Relaxed) >= cap {
-            self.spinners.fetch_sub(1, Relaxed);
-            crate::observe::gave_up_spinning(self, 0, budget, GiveUp::TooManySpinners);
-            return Err(0);
-        }
-        let mut used = 0;
-        let mut lost = 0;
-        let mut backoff = 1;
-        let outcome = loop {
-            if self.lock.load(Relaxed) == UNLOCKED {
-                if self.try_acquire() {
-                    break Ok(used);
-                }
-                // Another thread took the lock the moment it came free, most likely the
-                // owner taking it again from its own cache. Spinning then only drags the
-                // lock's cache line between cores and slows that owner down.
-                lost += 1;
-                if lost >= crate::spin::LOST_RACES {
-                    crate::observe::gave_up_spinning(self, used, budget, GiveUp::LostRaces);
-                    break Err(used);
-                }
-            } else if self.handoff.load(Relaxed) != 0 {
-                crate::observe::gave_up_spinning(self, used, budget, GiveUp::HandoffPending);
-                break Err(used);
-            }
-            if used >= budget {
-                crate::observe::gave_up_spinning(self, used, budget, GiveUp::Budget);
-                break Err(used);
-            }
-            // Read less and less often (1, 2, 4, … pauses apart): a word read on every
-            // pause is pulled away from an owner that keeps writing it, which slows down
-            // exactly the thread we wait for, and with short critical sections turns
-            // every acquisition into a cache-line transfer between cores.
-            for _ in 0..backoff {
-                core::hint::spin_loop();
-            }
-            used += backoff;
-            backoff = (backoff * 2).min(crate::spin::MAX_BACKOFF);
-        };
-        if capped {
-            self.spinners.fetch_sub(1, Relaxed);
-        }
-        crate::spin::learn(self, outcome.ok());
-        outcome
-    }
-
-    /// The adaptive spin estimate kept in `__spins`.
-    pub fn spin_estimate(&self) -> u32 {
-        self.spins.load(Relaxed).max(0) as u32
-    }
-
-    pub fn set_spin_estimate(&self, estimate: u32) {
-        self.spins.store(estimate.min(i16::MAX as u32) as i16, Relaxed);
+    /// Under SPINMUTEX_FAIR the mutex counts its sleepers; shared mutexes keep no count:
+    /// a process killed in its sleep would leave its share behind in every other
+    /// process for good.
+    fn counts_sleepers(&self) -> bool {
+        crate::config::fair() && !self.shared()
     }
 
     /// Sleeps on the futex until the lock is ours. After losing the lock on waking
@@ -538,6 +472,48 @@ impl RawMutex {
         }
         self.release();
         Handoff::Declined
+    }
+}
+
+impl crate::spin::SpinTarget for RawMutex {
+    #[inline]
+    fn looks_free(&self) -> bool {
+        self.lock.load(Relaxed) == UNLOCKED
+    }
+
+    #[inline]
+    fn try_take(&self) -> bool {
+        self.try_acquire()
+    }
+
+    #[inline]
+    fn owner_cpu(&self) -> Option<u32> {
+        u32::from(self.owner_cpu.load(Relaxed)).checked_sub(1)
+    }
+
+    /// A handoff pending (the lock will not come free), or, under SPINMUTEX_FAIR, threads
+    /// asleep on it (spinning would overtake them).
+    fn reason_to_stop(&self) -> Option<GiveUp> {
+        if self.handoff.load(Relaxed) != 0 {
+            return Some(GiveUp::HandoffPending);
+        }
+        (self.counts_sleepers() && self.sleepers.load(Relaxed) != 0).then_some(GiveUp::Sleepers)
+    }
+
+    fn estimate(&self) -> u32 {
+        self.spins.load(Relaxed).max(0) as u32
+    }
+
+    fn set_estimate(&self, estimate: u32) {
+        self.spins.store(estimate.min(i16::MAX as u32) as i16, Relaxed);
+    }
+
+    fn spinners(&self) -> &AtomicU32 {
+        &self.spinners
+    }
+
+    fn gave_up(&self, spun: u32, budget: u32, why: GiveUp) {
+        crate::observe::gave_up_spinning(self, spun, budget, why);
     }
 }
 

@@ -8,7 +8,7 @@
 //! The static block has room for it even when the library is `dlopen`ed: glibc
 //! reserves spare static TLS for such libraries.
 
-use core::sync::atomic::{AtomicI32, AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::{AtomicI32, AtomicIsize, AtomicU8, Ordering::Relaxed};
 
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(
@@ -194,11 +194,71 @@ pub extern "C" fn after_fork_in_child() {
     crate::observe::after_fork_in_child();
 }
 
+/// Where, from the thread pointer, this thread's `rseq` area keeps the CPU it runs on
+/// (glibc 2.35+ registers one for every thread and exports its offset as
+/// `__rseq_offset`; `cpu_id` is its second field). 0: unknown.
+static CPU_ID_OFFSET: AtomicIsize = AtomicIsize::new(0);
+
+/// The CPU the calling thread runs on now, as the kernel keeps it in `rseq` (no system
+/// call); None where glibc registered no `rseq` area (or before the constructor).
+#[inline(always)]
+pub fn cpu() -> Option<u32> {
+    let offset = CPU_ID_OFFSET.load(Relaxed);
+    if offset == 0 {
+        return None;
+    }
+    let id = read_tls_i32(offset);
+    (id >= 0).then_some(id as u32)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn read_tls_i32(offset: isize) -> i32 {
+    let value: i32;
+    // SAFETY: reads 4 bytes of this thread's own TLS block at an offset glibc published
+    // for its `rseq` area, which lives as long as the thread.
+    unsafe {
+        core::arch::asm!(
+            "mov {value:e}, dword ptr fs:[{offset}]",
+            offset = in(reg) offset,
+            value = out(reg) value,
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    value
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn read_tls_i32(_offset: isize) -> i32 {
+    -1
+}
+
+/// Finds glibc's `rseq` area: `__rseq_offset` is a glibc 2.35 symbol, looked up rather
+/// than linked so that the library still loads on older glibc.
+fn find_rseq() {
+    // SAFETY: dlsym with a NUL-terminated name only looks the symbol up.
+    let (offset, size) = unsafe {
+        (
+            libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()),
+            libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()),
+        )
+    };
+    if offset.is_null() || size.is_null() || !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    // SAFETY: glibc's `ptrdiff_t __rseq_offset` and `unsigned int __rseq_size`.
+    let (offset, size) = unsafe { (*(offset as *const isize), *(size as *const u32)) };
+    if size >= 8 && offset != 0 {
+        CPU_ID_OFFSET.store(offset + 4, Relaxed);
+    }
+}
+
 /// Registers the fork handler. Called once, by the constructor. (A fork before the
 /// constructor runs leaves the child's thread with its parent's id cached; only an
 /// error-checking or recursive mutex locked across that fork could notice.)
 pub fn init() {
     PID.store(crate::sys::getpid(), Relaxed);
+    find_rseq();
     // SAFETY: registers a plain function that only touches this module's state.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
 }

@@ -38,6 +38,12 @@ pub enum GiveUp {
     LostRaces,
     /// Others sleep on the mutex and `SPINMUTEX_FAIR` is on: did not spin at all.
     Sleepers,
+    /// The owner last ran on the spinner's own CPU: it is not running now.
+    OwnerNotRunning,
+    /// The spinner was itself preempted (its CPU changed, or time jumped).
+    Preempted,
+    /// The process cannot run two threads at once (affinity, CPU quota): no spin.
+    NoParallelism,
 }
 
 impl GiveUp {
@@ -48,6 +54,9 @@ impl GiveUp {
             GiveUp::HandoffPending => "handoff_pending",
             GiveUp::LostRaces => "lost_races",
             GiveUp::Sleepers => "sleepers",
+            GiveUp::OwnerNotRunning => "owner_not_running",
+            GiveUp::Preempted => "preempted",
+            GiveUp::NoParallelism => "no_parallelism",
         }
     }
 }
