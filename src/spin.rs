@@ -222,8 +222,8 @@ static SCRATCH: ScratchCell = ScratchCell(core::cell::UnsafeCell::new(Scratch {
 }));
 
 /// How many CPUs this process may use at once, in hundredths: the CPUs of its
-/// affinity mask, and no more than its cgroup's CPU quota (cgroup v2 `cpu.max`, this
-/// cgroup and every parent).
+/// affinity mask, and no more than its cgroup's CPU quota (this cgroup and every
+/// parent; cgroup v2's `cpu.max` or v1's `cpu.cfs_quota_us`).
 fn effective_cpus_x100(s: &mut Scratch) -> u64 {
     s.mask = [0; 16];
     // SAFETY: sched_getaffinity writes at most `size_of_val(&s.mask)` bytes into it.
@@ -234,43 +234,81 @@ fn effective_cpus_x100(s: &mut Scratch) -> u64 {
     cpus.saturating_mul(100).min(cgroup_quota_x100(s).unwrap_or(u64::MAX))
 }
 
-/// The smallest CPU quota on the way from this process's cgroup (v2) to the root, in
-/// hundredths of a CPU; None when there is none (or it cannot be read).
-fn cgroup_quota_x100(s: &mut Scratch) -> Option<u64> {
-    let n = read_file(c"/proc/self/cgroup", &mut s.cgroup)?;
-    // cgroup v2: a single line "0::/path".
-    let path = s.cgroup[..n].strip_prefix(b"0::")?.split(|&b| b == b'\n').next()?;
-    let mut best: Option<u64> = None;
-    let mut dir = path;
-    loop {
-        if let Some(q) = quota_of(dir, &mut s.path, &mut s.text) {
-            best = Some(best.map_or(q, |b| b.min(q)));
-        }
-        match dir.iter().rposition(|&b| b == b'/') {
-            Some(cut) if dir.len() > 1 => dir = &dir[..cut.max(1)],
-            _ => return best,
-        }
-    }
+/// Where a cgroup hierarchy keeps the CPU quota.
+struct Hierarchy {
+    /// The mount point the paths of /proc/self/cgroup are relative to.
+    mount: &'static [u8],
+    /// The quota file: "max 100000" / "50000 100000" (v2), or "-1" / "50000" (v1).
+    quota: &'static [u8],
+    /// v1 keeps the period in a file of its own; v2 in the quota file.
+    period: Option<&'static [u8]>,
 }
 
-/// `cpu.max` of the cgroup at `dir` ("max 100000" or "50000 100000"), in hundredths.
-fn quota_of(dir: &[u8], path: &mut [u8], text: &mut [u8]) -> Option<u64> {
-    let prefix = b"/sys/fs/cgroup";
-    let suffix = b"/cpu.max\0";
-    let dir = if dir == b"/" { &b""[..] } else { dir };
-    let len = prefix.len() + dir.len() + suffix.len();
-    if len > path.len() {
-        return None;
+const V2: Hierarchy = Hierarchy { mount: b"/sys/fs/cgroup", quota: b"/cpu.max\0", period: None };
+const V1: Hierarchy = Hierarchy {
+    mount: b"/sys/fs/cgroup/cpu",
+    quota: b"/cpu.cfs_quota_us\0",
+    period: Some(b"/cpu.cfs_period_us\0"),
+};
+
+/// The smallest CPU quota on the way from this process's cgroups to the root, in
+/// hundredths of a CPU; None when there is none (or it cannot be read). A hybrid
+/// system has both a v2 line ("0::/path") and a v1 line naming the `cpu` controller
+/// ("4:cpu,cpuacct:/path") in /proc/self/cgroup; both are looked at.
+fn cgroup_quota_x100(s: &mut Scratch) -> Option<u64> {
+    let n = read_file(c"/proc/self/cgroup", &mut s.cgroup)?;
+    let mut best: Option<u64> = None;
+    for line in s.cgroup[..n].split(|&b| b == b'\n') {
+        let mut fields = line.splitn(3, |&b| b == b':');
+        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        let hierarchy = if controllers.is_empty() {
+            &V2
+        } else if controllers.split(|&b| b == b',').any(|c| c == b"cpu") {
+            &V1
+        } else {
+            continue;
+        };
+        let mut dir = path;
+        loop {
+            if let Some(q) = quota_of(hierarchy, dir, &mut s.path, &mut s.text) {
+                best = Some(best.map_or(q, |b| b.min(q)));
+            }
+            match dir.iter().rposition(|&b| b == b'/') {
+                Some(cut) if dir.len() > 1 => dir = &dir[..cut.max(1)],
+                _ => break,
+            }
+        }
     }
-    path[..prefix.len()].copy_from_slice(prefix);
-    path[prefix.len()..prefix.len() + dir.len()].copy_from_slice(dir);
-    path[prefix.len() + dir.len()..len].copy_from_slice(suffix);
-    let name = core::ffi::CStr::from_bytes_with_nul(&path[..len]).ok()?;
-    let n = read_file(name, text)?;
-    let mut fields = text[..n].split(|&b| b == b' ' || b == b'\n');
-    let quota = spinmutex_names::parse_count(fields.next()?)?;
-    let period = spinmutex_names::parse_count(fields.next()?)?.max(1);
-    Some(quota.saturating_mul(100) / period)
+    best
+}
+
+/// The CPU quota of the cgroup at `dir` of `h`, in hundredths of a CPU.
+fn quota_of(h: &Hierarchy, dir: &[u8], path: &mut [u8], text: &mut [u8]) -> Option<u64> {
+    let dir = if dir == b"/" { &b""[..] } else { dir };
+    let mut read_number_pair = |file: &[u8]| -> Option<(Option<u64>, Option<u64>)> {
+        let len = h.mount.len() + dir.len() + file.len();
+        let path = path.get_mut(..len)?;
+        let (mount, rest) = path.split_at_mut(h.mount.len());
+        mount.copy_from_slice(h.mount);
+        rest[..dir.len()].copy_from_slice(dir);
+        rest[dir.len()..].copy_from_slice(file);
+        let n = read_file(core::ffi::CStr::from_bytes_with_nul(path).ok()?, text)?;
+        let mut fields = text[..n].split(|&b| b == b' ' || b == b'\n');
+        // "max" and "-1" (no quota) do not parse: None.
+        Some((
+            fields.next().and_then(spinmutex_names::parse_count),
+            fields.next().and_then(spinmutex_names::parse_count),
+        ))
+    };
+    let (quota, v2_period) = read_number_pair(h.quota)?;
+    let quota = quota?;
+    let period = match h.period {
+        Some(file) => read_number_pair(file)?.0?,
+        None => v2_period?,
+    };
+    Some(quota.saturating_mul(100) / period.max(1))
 }
 
 /// Reads up to `buf.len()` bytes of a small file by raw system calls.

@@ -1,6 +1,7 @@
 //! The spin policy's reasons not to spin, as the trace shows them: a spinner on the CPU
 //! its owner last ran on stops at once (the owner cannot be running), and a process
-//! that cannot run two threads at once (one CPU in its affinity mask) never spins.
+//! that cannot run two threads at once (one CPU in its affinity mask, or a cgroup CPU
+//! quota below two CPUs) never spins.
 
 mod common;
 
@@ -62,6 +63,53 @@ fn one_cpu_means_no_spinning() {
     assert!(!text.contains("how=spin"), "a lock was taken by spinning on one CPU");
 }
 
+/// A cgroup limited to half a CPU, removed when dropped.
+struct HalfCpuGroup(std::path::PathBuf);
+
+impl HalfCpuGroup {
+    /// One under the cgroup v2 root when its `cpu` controller is enabled for children,
+    /// else under the v1 `cpu` hierarchy.
+    fn create() -> Result<HalfCpuGroup, String> {
+        let name = format!("spinmutex-test-{}", std::process::id());
+        let v2 = std::path::Path::new("/sys/fs/cgroup");
+        let v2_cpu = std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu"));
+        let (dir, files): (_, &[(&str, &str)]) = if v2_cpu {
+            (v2.join(&name), &[("cpu.max", "50000 100000")])
+        } else {
+            (
+                std::path::Path::new("/sys/fs/cgroup/cpu").join(&name),
+                &[("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", "50000")],
+            )
+        };
+        std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        let group = HalfCpuGroup(dir);
+        for (file, value) in files {
+            let path = group.0.join(file);
+            std::fs::write(&path, value).map_err(|e| format!("write {}: {e}", path.display()))?;
+        }
+        Ok(group)
+    }
+}
+
+impl Drop for HalfCpuGroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn half_a_cpu_means_no_spinning() {
+    let group = HalfCpuGroup::create().expect("the cgroup could be created before");
+    let join = format!("echo $$ > {}/cgroup.procs && exec \"$@\"", group.0.display());
+    let text = traced("contend", &["sh", "-c", &join, "sh"]);
+    assert!(
+        text.contains("reason=no_parallelism"),
+        "no spin refused under a quota of half a CPU:\n{}",
+        &text[..text.len().min(3000)]
+    );
+    assert!(!text.contains("how=spin"), "a lock was taken by spinning under half a CPU");
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = Suite::new();
     tests!(suite, spinner_on_the_owners_cpu_stops_at_once);
@@ -70,5 +118,12 @@ fn main() -> std::process::ExitCode {
         &[Need::Program("taskset", "util-linux")],
         one_cpu_means_no_spinning,
     );
+    match HalfCpuGroup::create() {
+        Ok(_) => suite.test("half_a_cpu_means_no_spinning", half_a_cpu_means_no_spinning),
+        Err(why) => suite.skip(
+            "half_a_cpu_means_no_spinning",
+            &format!("cannot make a cgroup with a CPU quota (needs root and the cpu controller): {why}"),
+        ),
+    };
     suite.run()
 }

@@ -21,14 +21,37 @@ pub fn target_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
 }
 
-/// The preload library built for this test run.
+/// The preload library, built for this test run. `cargo test` builds a package's
+/// integration tests but not its cdylib, so the first call runs `cargo build` for it:
+/// the tests never load a library older than the sources.
 pub fn lib_path() -> PathBuf {
-    let lib = target_dir().join("libspinmutex.so");
-    assert!(
-        lib.exists(),
-        "{} is missing: run `cargo test` at the workspace root (or `cargo build -p spinmutex` first)",
-        lib.display()
-    );
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_library).clone()
+}
+
+fn build_library() -> PathBuf {
+    let dir = target_dir();
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args(["build", "--quiet", "--package", "spinmutex", "--lib"]);
+    // target/<profile>: the profile's own name, except that dev builds go to debug.
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => {}
+        Some(profile) => {
+            cargo.args(["--profile", profile]);
+        }
+        None => {}
+    }
+    if let Some(target) = dir.parent() {
+        cargo.arg("--target-dir").arg(target);
+    }
+    let status = cargo
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("run cargo to build libspinmutex.so: {e}"));
+    assert!(status.success(), "cargo build of libspinmutex.so failed ({status})");
+    let lib = dir.join("libspinmutex.so");
+    assert!(lib.exists(), "{} is missing after cargo build", lib.display());
     lib
 }
 
