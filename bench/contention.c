@@ -5,6 +5,16 @@
  * (the load), increment a shared counter, unlock, then L pauses outside the lock.
  * The threads start together on a barrier and run for a fixed duration.
  *
+ * --layout alone   the mutex and the counter on cache lines of their own;
+ * --layout shared  both on one line, as in a struct holding a lock and its data: the
+ *                  owner's write to the counter then pulls the line away from every
+ *                  thread reading the lock word, and a spinner's reads slow the owner.
+ * --no-lock        the control: the same threads and pauses without the lock (each
+ *                  thread counts on its own), so what the scheduler alone allows shows
+ *                  in the fairness figures.
+ * --idle-thread C  thread 0 runs at SCHED_IDLE pinned to CPU C: an owner that runs
+ *                  only when C has nothing else to do.
+ *
  * Linked into the `spinmutex` command only (never into the preloaded library); the
  * command runs it as `spinmutex __workload ARGS...` in a child process with
  * LD_PRELOAD set, so pthread_mutex_lock/unlock below go through the PLT to whatever
@@ -17,6 +27,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,14 +50,31 @@
 
 struct worker {
     pthread_t thread;
+    unsigned long index;
     unsigned long ops;
     unsigned long waits_recorded;
     uint64_t *waits; /* WAIT_SLOTS nanosecond samples (ring) */
     char pad[64];
 };
 
-static pthread_mutex_t the_lock;
-static unsigned long shared_counter; /* only touched under the_lock */
+/* The two layouts; the_lock and shared_counter point into one of them. */
+struct together {
+    pthread_mutex_t lock;
+    unsigned long counter;
+} __attribute__((aligned(64)));
+static struct together together;
+static struct {
+    pthread_mutex_t lock;
+} __attribute__((aligned(64))) lock_alone;
+static struct {
+    unsigned long counter;
+} __attribute__((aligned(64))) counter_alone;
+_Static_assert(sizeof(struct together) == 64, "the shared layout fits one cache line");
+
+static pthread_mutex_t *the_lock;
+static unsigned long *shared_counter; /* only touched under the_lock */
+static int no_lock;
+static int idle_cpu = -1;
 static volatile int stop_flag;
 static pthread_barrier_t start_barrier;
 static unsigned load;
@@ -64,27 +92,59 @@ static inline void spin_load(unsigned n)
         CPU_RELAX();
 }
 
+/* Thread 0 of --idle-thread: SCHED_IDLE (allowed without privileges) on one CPU. */
+static int become_idle_on(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (err == 0) {
+        struct sched_param param = {0};
+        err = pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+    }
+    if (err != 0)
+        fprintf(stderr, "spinmutex __workload: --idle-thread %d: %s\n", cpu, strerror(err));
+    return err;
+}
+
+static void *control_main(struct worker *w)
+{
+    unsigned long ops = 0;
+    while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
+        spin_load(load);
+        ops++;
+        spin_load(load);
+    }
+    w->ops = ops;
+    return NULL;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     unsigned long ops = 0;
     unsigned long recorded = 0;
+    if (idle_cpu >= 0 && w->index == 0 && become_idle_on(idle_cpu) != 0)
+        _exit(3);
     pthread_barrier_wait(&start_barrier);
+    if (no_lock)
+        return control_main(w);
     while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
         /* The 64th, 128th, ... acquisition: never the first, whose wait is the
          * start-up stampede of all threads leaving the barrier at once. */
         if ((ops % SAMPLE_EVERY) == SAMPLE_EVERY - 1) {
             uint64_t t0 = now_ns();
-            pthread_mutex_lock(&the_lock);
+            pthread_mutex_lock(the_lock);
             uint64_t t1 = now_ns();
             w->waits[recorded % WAIT_SLOTS] = t1 - t0;
             recorded++;
         } else {
-            pthread_mutex_lock(&the_lock);
+            pthread_mutex_lock(the_lock);
         }
         spin_load(load);
-        shared_counter++;
-        pthread_mutex_unlock(&the_lock);
+        ++*shared_counter;
+        pthread_mutex_unlock(the_lock);
         ops++;
         spin_load(load);
     }
@@ -126,7 +186,8 @@ static int usage(const char *msg)
     fprintf(stderr,
             "spinmutex __workload: %s\n"
             "usage: spinmutex __workload [--threads N] [--load L] [--duration-ms MS]\n"
-            "                            [--adaptive] [--timeout-s S]\n",
+            "                            [--layout alone|shared] [--adaptive | --no-lock]\n"
+            "                            [--idle-thread CPU] [--timeout-s S]\n",
             msg);
     return 2;
 }
@@ -146,14 +207,27 @@ static int parse_ulong(const char *s, unsigned long max, unsigned long *out)
 
 int spinmutex_contention_main(int argc, char **argv)
 {
-    unsigned long threads = 4, duration_ms = 300, timeout_s = 0, load_arg = 10;
-    int adaptive = 0;
+    unsigned long threads = 4, duration_ms = 300, timeout_s = 0, load_arg = 10, cpu_arg = 0;
+    int adaptive = 0, shared_layout = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--adaptive") == 0) {
             adaptive = 1;
+        } else if (strcmp(a, "--no-lock") == 0) {
+            no_lock = 1;
+        } else if (strcmp(a, "--layout") == 0) {
+            if (v != NULL && strcmp(v, "shared") == 0)
+                shared_layout = 1;
+            else if (v == NULL || strcmp(v, "alone") != 0)
+                return usage("--layout needs alone or shared");
+            i++;
+        } else if (strcmp(a, "--idle-thread") == 0) {
+            if (parse_ulong(v, CPU_SETSIZE - 1, &cpu_arg) != 0)
+                return usage("--idle-thread needs a CPU number");
+            idle_cpu = (int)cpu_arg;
+            i++;
         } else if (strcmp(a, "--threads") == 0) {
             if (parse_ulong(v, 100000, &threads) != 0 || threads == 0)
                 return usage("--threads needs a whole number from 1 to 100000");
@@ -177,6 +251,10 @@ int spinmutex_contention_main(int argc, char **argv)
         }
     }
     load = (unsigned)load_arg;
+    if (adaptive && no_lock)
+        return usage("--adaptive and --no-lock exclude each other");
+    the_lock = shared_layout ? &together.lock : &lock_alone.lock;
+    shared_counter = shared_layout ? &together.counter : &counter_alone.counter;
 
     /* A hung run (a deadlocked lock) ends by SIGALRM instead of hanging the bench. */
     if (timeout_s == 0)
@@ -190,7 +268,7 @@ int spinmutex_contention_main(int argc, char **argv)
         pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
         attrp = &attr;
     }
-    if (pthread_mutex_init(&the_lock, attrp) != 0) {
+    if (pthread_mutex_init(the_lock, attrp) != 0) {
         fprintf(stderr, "spinmutex __workload: pthread_mutex_init failed\n");
         return 3;
     }
@@ -205,6 +283,7 @@ int spinmutex_contention_main(int argc, char **argv)
         return 3;
     }
     for (unsigned long t = 0; t < threads; t++) {
+        workers[t].index = t;
         workers[t].waits = calloc(WAIT_SLOTS, sizeof(uint64_t));
         if (workers[t].waits == NULL) {
             fprintf(stderr, "spinmutex __workload: out of memory\n");
@@ -269,27 +348,30 @@ int spinmutex_contention_main(int argc, char **argv)
     double elapsed = (double)(stop - start) / 1e9;
     double user = tv_seconds(ru1.ru_utime) - tv_seconds(ru0.ru_utime);
     double sys = tv_seconds(ru1.ru_stime) - tv_seconds(ru0.ru_stime);
-    int counter_ok = shared_counter == total;
+    /* The control has no shared counter to check. */
+    if (no_lock)
+        *shared_counter = total;
+    int counter_ok = *shared_counter == total;
 
-    printf("threads=%lu load=%u adaptive=%d duration_ms=%lu ops=%lu elapsed_s=%.6f ops_per_s=%.1f "
+    printf("threads=%lu load=%u adaptive=%d layout_shared=%d no_lock=%d duration_ms=%lu ops=%lu elapsed_s=%.6f ops_per_s=%.1f "
            "cpu_s=%.6f user_s=%.6f sys_s=%.6f min_thread_ops=%lu mean_thread_ops=%.1f "
            "max_thread_ops=%lu wait_samples=%lu wait_p50_ns=%llu wait_p99_ns=%llu "
            "wait_max_ns=%llu pause_ns=%.3f vol_ctx=%ld invol_ctx=%ld counter=%lu counter_ok=%d\n",
-           threads, load, adaptive, duration_ms, total, elapsed, elapsed > 0 ? (double)total / elapsed : 0.0,
+           threads, load, adaptive, shared_layout, no_lock, duration_ms, total, elapsed, elapsed > 0 ? (double)total / elapsed : 0.0,
            user + sys, user, sys, min_ops, (double)total / (double)threads, max_ops, samples,
            (unsigned long long)p50, (unsigned long long)p99, (unsigned long long)pmax, pause_ns,
-           ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, shared_counter, counter_ok);
+           ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, *shared_counter, counter_ok);
     fflush(stdout);
 
     for (unsigned long t = 0; t < threads; t++)
         free(workers[t].waits);
     free(workers);
     pthread_barrier_destroy(&start_barrier);
-    pthread_mutex_destroy(&the_lock);
+    pthread_mutex_destroy(the_lock);
 
     if (!counter_ok) {
         fprintf(stderr, "spinmutex __workload: LOST UPDATE: shared counter %lu, sum of per-thread counts %lu\n",
-                shared_counter, total);
+                *shared_counter, total);
         return 1;
     }
     return 0;

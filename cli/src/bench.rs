@@ -1,13 +1,15 @@
-//! `spinmutex bench`: the contention benchmark grid.
+//! `spinmutex bench`: the contention benchmark grid, and named scenarios beside it.
 //!
 //! Every run is a child process, `spinmutex __workload ...`, with the library preloaded
-//! under one strategy (see bench/contention.c), or without it for `none`. Within a cell
-//! (threads × load) the arms are interleaved: for each run, every arm once.
+//! under one strategy (see bench/contention.c), or without it for `none` and for the
+//! lock-free control. A cell is one workload shape: a layout × threads × load of the
+//! grid, or a scenario (scenario.rs). Within a cell the arms are interleaved: for each
+//! run, every arm once.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
@@ -17,9 +19,11 @@ use spinmutex_names::Strategy;
 use crate::library::{self, parse_bench_arm, Arm};
 use crate::machine::Machine;
 use crate::progress::Progress;
+use crate::scenario::{self, Scenario, Stage};
 use crate::settings::{self, Effective, Expected, LibSettings};
 use crate::stats::{self, Comparison};
 use crate::text::{self, csv_field, csv_num, finite, Table};
+use crate::workload::Hogs;
 use crate::{child, handshake, svg, Failure};
 
 /// Run the contention benchmark grid
@@ -34,7 +38,17 @@ use crate::{child, handshake, svg, Failure};
     longest acquisition wait (sampled on every 64th acquisition) and the physical bound \
     1 / (load × measured pause time). Every run must prove that the library loaded with the \
     settings asked for. A run whose shared counter does not add up (a lost update) or that \
-    fails otherwise is reported, left out, and makes the exit status 1.")]
+    fails otherwise is reported, left out, and makes the exit status 1.\n\n\
+    Layouts: `alone` puts the mutex on a cache line of its own; `shared` puts it on one line \
+    with the counter it protects, as a struct holding a lock and its data does. The \
+    lock-free control runs the same threads and pauses without the lock; each arm's \
+    fairness is also given as a fraction of the control's, which is what the scheduler \
+    alone allows.\n\n\
+    Scenarios (4 threads and 16 threads, load 10, 7 runs of 2 s unless --runs and \
+    --duration-ms say otherwise): `idle-owner`, thread 0 at SCHED_IDLE on a CPU a busy \
+    process keeps occupied, so the lock's owner is often not running; `cpu-quota`, the \
+    workload in a cgroup limited to half a CPU (or pinned to one CPU where no cgroup can \
+    be made).")]
 pub struct BenchArgs {
     /// A small grid: threads 1,2,8; loads 0,10,100; 3 runs; 200 ms (options given
     /// explicitly still win)
@@ -49,9 +63,14 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     pub loads: Vec<u64>,
 
+    /// Where the mutex lies: alone (on a cache line of its own) or shared (on one line
+    /// with the counter it protects) [default: alone,shared]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
+    pub layout: Vec<Layout>,
+
     /// Arms: none (no library), glibc, glibc-adaptive (glibc with a
-    /// PTHREAD_MUTEX_ADAPTIVE_NP mutex), futex, spin [default:
-    /// none,glibc,glibc-adaptive,futex,spin]
+    /// PTHREAD_MUTEX_ADAPTIVE_NP mutex), futex, spin, kernel [default:
+    /// none,glibc,glibc-adaptive,futex,spin,kernel]
     #[arg(short = 's', long, value_name = "LIST", value_delimiter = ',', value_parser = parse_bench_arm)]
     pub strategies: Vec<Arm>,
 
@@ -59,11 +78,25 @@ pub struct BenchArgs {
     #[arg(long)]
     pub without_none: bool,
 
-    /// Runs per arm per cell [default: 5, 3 with --quick]
+    /// Do not run the lock-free control that fairness is measured against
+    #[arg(long)]
+    pub without_control: bool,
+
+    /// Named scenarios to run after the grid: idle-owner, cpu-quota, or none
+    /// [default: idle-owner,cpu-quota; none with --quick]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_scenario)]
+    pub scenarios: Vec<Option<Scenario>>,
+
+    /// Run only the scenarios, not the grid
+    #[arg(long)]
+    pub no_grid: bool,
+
+    /// Runs per arm per cell [default: 5, 3 with --quick; 7 for scenarios]
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub runs: Option<u64>,
 
-    /// Length of each run [default: 300, 200 with --quick]
+    /// Length of each run [default: 300, 200 with --quick, and at least 8 ms per thread
+    /// per CPU so that every thread gets several scheduler slices; 2000 for scenarios]
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub duration_ms: Option<u64>,
 
@@ -87,20 +120,95 @@ pub struct BenchArgs {
     pub settings: LibSettings,
 }
 
-/// The grid as run: the options with their defaults filled in.
+/// `--scenarios`' value parser: a scenario, or `none` (None).
+fn parse_scenario(text: &str) -> Result<Option<Scenario>, String> {
+    match text {
+        "none" => Ok(None),
+        _ => {
+            Scenario::from_name(text).map(Some).ok_or_else(|| "accepted: idle-owner, cpu-quota, none".into())
+        }
+    }
+}
+
+/// Where the workload's mutex lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// On a cache line of its own, the counter on another.
+    Alone,
+    /// On one cache line with the counter it protects.
+    Shared,
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Layout::Alone => "alone",
+            Layout::Shared => "shared",
+        })
+    }
+}
+
+/// What the runs of a cell share: one workload shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    /// The named scenario; null for a cell of the grid.
+    pub scenario: Option<Scenario>,
+    pub layout: Layout,
+    pub threads: u64,
+    pub load: u64,
+    /// The length of each run.
+    pub duration_ms: u64,
+}
+
+impl Cell {
+    /// How the progress lines and tables name the cell.
+    fn label(&self) -> String {
+        match self.scenario {
+            Some(s) => format!("{s} ({} threads, load {})", self.threads, self.load),
+            None => format!("{} threads {:>3} load {:>3}", self.layout, self.threads, self.load),
+        }
+    }
+
+    /// The group of the tables the cell belongs to: its layout, or its scenario.
+    fn group(&self) -> String {
+        match self.scenario {
+            Some(s) => s.to_string(),
+            None => self.layout.to_string(),
+        }
+    }
+}
+
+/// The benchmark as run: the options with their defaults filled in.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
+    /// The grid's threads, loads and layouts (empty with --no-grid).
     pub threads: Vec<u64>,
     pub loads: Vec<u64>,
-    /// The arms, `none` included.
+    pub layouts: Vec<Layout>,
+    pub scenarios: Vec<Scenario>,
+    /// The arms, `none` included, the control not.
     pub strategies: Vec<String>,
     /// The arm ratios are taken against: glibc if benchmarked, else the first.
     pub reference: String,
+    /// Whether the lock-free control ran.
+    pub control: bool,
     pub runs: u64,
+    pub scenario_runs: u64,
+    /// --duration-ms, or the default before the per-thread floor.
     pub duration_ms: u64,
+    /// Whether short runs are stretched to 8 ms per thread per CPU (not when
+    /// --duration-ms is given).
+    pub stretched: bool,
+    pub scenario_duration_ms: u64,
     pub hogs: u64,
     pub env: BTreeMap<String, String>,
+    /// Every cell, in the order run.
+    pub cells: Vec<Cell>,
 }
+
+/// The per-thread floor of a run's length: 8 ms per thread per CPU.
+const MS_PER_THREAD_PER_CPU: u64 = 8;
 
 /// The JSON `bench --json` writes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -114,6 +222,8 @@ pub struct BenchReport {
     pub warnings: Vec<String>,
     /// Per arm, the settings the library reported when it loaded (null for `none`).
     pub effective: BTreeMap<String, Option<Effective>>,
+    /// How each scenario was set up on this machine.
+    pub scenario_setup: BTreeMap<String, String>,
     pub runs: Vec<RunJson>,
     pub cells: Vec<CellSummary>,
 }
@@ -121,8 +231,8 @@ pub struct BenchReport {
 /// One run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunJson {
-    pub threads: u64,
-    pub load: u64,
+    #[serde(flatten)]
+    pub cell: Cell,
     pub strategy: String,
     pub run: u64,
     pub ok: bool,
@@ -136,8 +246,8 @@ pub struct RunJson {
 /// A cell's summary for one arm.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellSummary {
-    pub threads: u64,
-    pub load: u64,
+    #[serde(flatten)]
+    pub cell: Cell,
     pub strategy: String,
     pub runs_ok: usize,
     pub runs: usize,
@@ -155,6 +265,8 @@ pub struct CellSummary {
     pub significant_to_none: Option<bool>,
     pub cpu_us_per_1k_acq: Option<f64>,
     pub fairness: Option<f64>,
+    /// Fairness ÷ the lock-free control's in the same cell.
+    pub fairness_vs_control: Option<f64>,
     pub wait_p50_ns: Option<f64>,
     pub wait_p99_ns: Option<f64>,
     pub wait_max_ns: Option<f64>,
@@ -221,8 +333,8 @@ fn parse_output(stdout: &str) -> Result<Sample, String> {
 
 #[derive(Debug, Clone)]
 struct RunRecord {
-    threads: u64,
-    load: u64,
+    /// Index into Config::cells.
+    cell: usize,
     strategy: String,
     run: u64,
     wall_s: f64,
@@ -236,68 +348,52 @@ extern "C" fn on_interrupt(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// The busy-looping processes of `--hogs`, killed when dropped.
-struct Hogs(Vec<Child>);
-
-impl Hogs {
-    fn start(n: u64) -> Result<Hogs, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this command's path: {e}"))?;
-        let mut hogs = Hogs(Vec::new());
-        for _ in 0..n {
-            let c = Command::new(&exe)
-                .arg("__hog")
-                .arg(std::process::id().to_string())
-                .env_remove("LD_PRELOAD")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("cannot start a hog: {e}"))?;
-            hogs.0.push(c);
-        }
-        Ok(hogs)
-    }
-}
-
-impl Drop for Hogs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// The grid with defaults filled in, and the arms.
-fn config(a: &BenchArgs) -> Result<(Config, Vec<Arm>), Failure> {
+/// The benchmark with defaults filled in, and the arms (the control not among them).
+fn config(a: &BenchArgs, nproc: u64) -> Result<(Config, Vec<Arm>), Failure> {
     let (dt, dl, dr, dd): (&[u64], &[u64], u64, u64) = if a.quick {
         (&[1, 2, 8], &[0, 10, 100], 3, 200)
     } else {
         (&[1, 2, 4, 16, 64, 256], &[0, 1, 10, 50, 100], 5, 300)
     };
-    let unique = |what: &str, xs: &[u64]| -> Result<(), Failure> {
+    fn unique<T: PartialEq + std::fmt::Display>(what: &str, xs: &[T]) -> Result<(), Failure> {
         for (i, x) in xs.iter().enumerate() {
             if xs[..i].contains(x) {
-                return Err(Failure::Usage("bench", format!("--{what}: {x} is listed twice")));
+                return Err(Failure::Usage("bench", format!("--{what}: '{x}' is listed twice")));
             }
         }
         Ok(())
-    };
+    }
     unique("threads", &a.threads)?;
     unique("loads", &a.loads)?;
-    let mut arms: Vec<Arm> = Vec::new();
-    for arm in &a.strategies {
-        if arms.contains(arm) {
-            return Err(Failure::Usage("bench", format!("--strategies: '{arm}' is listed twice")));
+    unique("layout", &a.layout)?;
+    unique("strategies", &a.strategies)?;
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    for s in &a.scenarios {
+        match s {
+            None if a.scenarios.len() > 1 => {
+                return Err(Failure::Usage("bench", "--scenarios: 'none' goes alone".into()))
+            }
+            None => {}
+            Some(s) => {
+                unique("scenarios", &[scenarios.as_slice(), &[*s]].concat())?;
+                scenarios.push(*s);
+            }
         }
-        arms.push(*arm);
     }
+    if a.scenarios.is_empty() && !a.quick {
+        scenarios = scenario::ALL.to_vec();
+    }
+    if a.no_grid && scenarios.is_empty() {
+        return Err(Failure::Usage("bench", "--no-grid leaves nothing to run without --scenarios".into()));
+    }
+    let mut arms = a.strategies.clone();
     if arms.is_empty() {
         arms = vec![
             Arm::Strategy(Strategy::Glibc),
             Arm::GlibcAdaptive,
             Arm::Strategy(Strategy::Futex),
             Arm::Strategy(Strategy::Spin),
+            Arm::Strategy(Strategy::Kernel),
         ];
     }
     if !a.without_none {
@@ -307,23 +403,84 @@ fn config(a: &BenchArgs) -> Result<(Config, Vec<Arm>), Failure> {
     let reference = names.iter().find(|s| *s == "glibc").unwrap_or(&names[0]).clone();
     let pick =
         |given: &[u64], default: &[u64]| if given.is_empty() { default.to_vec() } else { given.to_vec() };
+    let (threads, loads, layouts) = if a.no_grid {
+        (Vec::new(), Vec::new(), Vec::new())
+    } else {
+        let layouts =
+            if a.layout.is_empty() { vec![Layout::Alone, Layout::Shared] } else { a.layout.clone() };
+        (pick(&a.threads, dt), pick(&a.loads, dl), layouts)
+    };
+    let duration_ms = a.duration_ms.unwrap_or(dd);
+    let stretched = a.duration_ms.is_none();
+    let scenario_duration_ms = a.duration_ms.unwrap_or(scenario::DURATION_MS);
+    let mut cells = Vec::new();
+    for &layout in &layouts {
+        for &t in &threads {
+            for &load in &loads {
+                let floor = if stretched { t * MS_PER_THREAD_PER_CPU / nproc.max(1) } else { 0 };
+                cells.push(Cell {
+                    scenario: None,
+                    layout,
+                    threads: t,
+                    load,
+                    duration_ms: duration_ms.max(floor),
+                });
+            }
+        }
+    }
+    for &s in &scenarios {
+        cells.push(Cell {
+            scenario: Some(s),
+            layout: Layout::Alone,
+            threads: s.threads(),
+            load: scenario::LOAD,
+            duration_ms: scenario_duration_ms,
+        });
+    }
     Ok((
         Config {
-            threads: pick(&a.threads, dt),
-            loads: pick(&a.loads, dl),
+            threads,
+            loads,
+            layouts,
+            scenarios,
             strategies: names,
             reference,
+            control: !a.without_control,
             runs: a.runs.unwrap_or(dr),
-            duration_ms: a.duration_ms.unwrap_or(dd),
+            scenario_runs: a.runs.unwrap_or(scenario::RUNS),
+            duration_ms,
+            stretched,
+            scenario_duration_ms,
             hogs: a.hogs,
             env: a.settings.env().into_iter().collect(),
+            cells,
         },
         arms,
     ))
 }
 
+impl Config {
+    fn runs_of(&self, cell: &Cell) -> u64 {
+        if cell.scenario.is_some() {
+            self.scenario_runs
+        } else {
+            self.runs
+        }
+    }
+
+    /// The names of the arms the summaries cover: the strategies, then the control.
+    fn summarised_arms(&self) -> Vec<String> {
+        let mut arms = self.strategies.clone();
+        if self.control {
+            arms.push(Arm::LockFree.to_string());
+        }
+        arms
+    }
+}
+
 pub fn main(a: BenchArgs) -> Result<u8, Failure> {
-    let (c, arms) = config(&a)?;
+    let machine = Machine::probe();
+    let (c, arms) = config(&a, machine.nproc as u64)?;
     let env = a.settings.env();
     settings::check_inherited(&env, true).map_err(|m| Failure::Usage("bench", m))?;
     let lib = if arms.iter().any(|arm| arm.strategy().is_some()) {
@@ -342,18 +499,26 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         libc::signal(libc::SIGHUP, h);
     }
 
-    let machine = Machine::probe();
     let mut warnings: Vec<String> = machine.busy_warning().into_iter().collect();
-    let total = c.threads.len() * c.loads.len() * arms.len() * c.runs as usize;
-    let estimate = total as f64 * (c.duration_ms as f64 / 1000.0 + 0.05);
+    let mut run_arms = arms.clone();
+    if c.control {
+        run_arms.push(Arm::LockFree);
+    }
+    let total: u64 = c.cells.iter().map(|cell| c.runs_of(cell) * run_arms.len() as u64).sum();
+    let seconds: f64 = c
+        .cells
+        .iter()
+        .map(|cell| {
+            (c.runs_of(cell) * run_arms.len() as u64) as f64 * (cell.duration_ms as f64 / 1000.0 + 0.05)
+        })
+        .sum();
     eprintln!(
-        "spinmutex bench: {} cells × {} arms × {} runs of {} ms = {} runs, about {:.0} s; {} CPUs ({}){}",
-        c.threads.len() * c.loads.len(),
+        "spinmutex bench: {} cells × {} arms{} = {} runs, about {:.0} s; {} CPUs ({}){}",
+        c.cells.len(),
         arms.len(),
-        c.runs,
-        c.duration_ms,
+        if c.control { " and the lock-free control" } else { "" },
         total,
-        estimate,
+        seconds,
         machine.nproc,
         machine.cpu_model,
         if c.hogs > 0 { format!(", {} hog(s)", c.hogs) } else { String::new() }
@@ -371,38 +536,54 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         eprintln!("spinmutex bench: inherited settings apply to every run: {}", inherited.join(" "));
     }
 
-    let hogs = Hogs::start(c.hogs).map_err(Failure::Runtime)?;
+    let hogs = Hogs::start(c.hogs, None).map_err(Failure::Runtime)?;
     let mut records = Vec::new();
     let mut effective: BTreeMap<String, Option<Effective>> = BTreeMap::new();
-    let mut progress = Progress::new(total as u64);
-    'grid: for &threads in &c.threads {
-        for &load in &c.loads {
-            for run in 1..=c.runs {
-                for arm in &arms {
-                    if INTERRUPTED.load(Ordering::SeqCst) {
-                        break 'grid;
-                    }
-                    let (rec, loads) = run_once(&exe, &lib, &c, &env, threads, load, *arm, run)?;
-                    effective.entry(arm.to_string()).or_insert_with(|| loads.last().cloned());
-                    let head = format!("threads {threads:>3} load {load:>3} {arm:<14} run {run}/{}", c.runs);
-                    match (&rec.sample, &rec.error) {
-                        (Some(s), None) => progress.step(
-                            &format!(
-                                "{head}: {:>10.1} kops/s, fairness {:.2}",
-                                s.ops_per_s() / 1e3,
-                                s.fairness()
-                            ),
-                            false,
-                        ),
-                        (_, e) => {
-                            progress.step(&format!("{head}: FAILED: {}", e.as_deref().unwrap_or("?")), true)
-                        }
-                    }
-                    records.push(rec);
+    let mut scenario_setup: BTreeMap<String, String> = BTreeMap::new();
+    let mut progress = Progress::new(total);
+    let mut stage: Option<(Scenario, Stage)> = None;
+    'cells: for (index, cell) in c.cells.iter().enumerate() {
+        if let Some(s) = cell.scenario {
+            if stage.as_ref().map(|(had, _)| *had) != Some(s) {
+                drop(stage.take()); // the previous scenario's hog or cgroup goes first
+                let set = Stage::set_up(s).map_err(|e| Failure::Runtime(format!("scenario {s}: {e}")))?;
+                scenario_setup.insert(s.to_string(), set.note.clone());
+                eprintln!("spinmutex bench: scenario {s}: {}", set.note);
+                stage = Some((s, set));
+            }
+        }
+        let runs = c.runs_of(cell);
+        for run in 1..=runs {
+            for arm in &run_arms {
+                if INTERRUPTED.load(Ordering::SeqCst) {
+                    break 'cells;
                 }
+                let staged = stage.as_ref().filter(|(s, _)| Some(*s) == cell.scenario).map(|(_, st)| st);
+                let (rec, loads) = run_once(&exe, &lib, &env, (index, cell), staged, *arm, run)?;
+                if arm.strategy().is_some() {
+                    effective.entry(arm.to_string()).or_insert_with(|| loads.last().cloned());
+                } else if *arm == Arm::None {
+                    effective.entry(arm.to_string()).or_insert(None);
+                }
+                let head = format!("{} {arm:<14} run {run}/{runs}", cell.label());
+                match (&rec.sample, &rec.error) {
+                    (Some(s), None) => progress.step(
+                        &format!(
+                            "{head}: {:>10.1} kops/s, fairness {:.2}",
+                            s.ops_per_s() / 1e3,
+                            s.fairness()
+                        ),
+                        false,
+                    ),
+                    (_, e) => {
+                        progress.step(&format!("{head}: FAILED: {}", e.as_deref().unwrap_or("?")), true)
+                    }
+                }
+                records.push(rec);
             }
         }
     }
+    drop(stage);
     drop(progress);
     drop(hogs);
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
@@ -414,12 +595,20 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     for s in &summaries {
         if let Some(cv) = s.stddev_pct.filter(|cv| *cv > 10.0) {
             warnings.push(format!(
-                "threads {} load {} {}: throughput varies by {cv:.1}% (stddev in % of the mean, over 10%)",
-                s.threads, s.load, s.strategy
+                "{} {}: throughput varies by {cv:.1}% (stddev in % of the mean, over 10%)",
+                s.cell.label(),
+                s.strategy
+            ));
+        }
+        if let Some(f) = s.fairness.filter(|f| *f < 0.5 && s.strategy == Arm::LockFree.to_string()) {
+            warnings.push(format!(
+                "{}: without any lock the fewest acquisitions of a thread are {f:.2} of the mean: \
+                 the scheduler alone is that unfair here (see `fair/ctl`)",
+                s.cell.label()
             ));
         }
     }
-    print!("{}", render_tables(&c, &summaries, &machine, &effective, &lib));
+    print!("{}", render_tables(&c, &summaries, &machine, &effective, &scenario_setup, &lib));
     if !warnings.is_empty() {
         println!("\nwarnings:");
         for w in &warnings {
@@ -431,9 +620,8 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         println!("\n{} failed run(s), left out of the statistics:", failed.len());
         for r in &failed {
             println!(
-                "  threads {} load {} {} run {}: {}",
-                r.threads,
-                r.load,
+                "  {} {} run {}: {}",
+                c.cells[r.cell].label(),
                 r.strategy,
                 r.run,
                 r.error.as_deref().unwrap_or("")
@@ -447,7 +635,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         Ok::<(), Failure>(())
     };
     if let Some(p) = &a.csv {
-        write(p, to_csv(&records))?;
+        write(p, to_csv(&c, &records))?;
     }
     if let Some(p) = &a.json {
         let report = BenchReport {
@@ -457,7 +645,8 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             config: c.clone(),
             warnings,
             effective,
-            runs: records.iter().map(run_json).collect(),
+            scenario_setup,
+            runs: records.iter().map(|r| run_json(&c, r)).collect(),
             cells: summaries.clone(),
         };
         write(p, serde_json::to_string_pretty(&report).expect("the report serialises") + "\n")?;
@@ -470,28 +659,36 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
 
 /// One run of the workload; stops the benchmark (Err) when the library did not load as
 /// asked, since every later run would measure the wrong thing too.
-#[allow(clippy::too_many_arguments)]
 fn run_once(
     exe: &Path,
     lib: &Path,
-    c: &Config,
     env: &[(String, String)],
-    threads: u64,
-    load: u64,
+    (index, cell): (usize, &Cell),
+    stage: Option<&Stage>,
     arm: Arm,
     run: u64,
 ) -> Result<(RunRecord, Vec<Effective>), Failure> {
     let mut cmd = Command::new(exe);
     cmd.arg("__workload")
-        .args(["--threads", &threads.to_string(), "--load", &load.to_string()])
-        .args(["--duration-ms", &c.duration_ms.to_string()]);
-    if arm == Arm::GlibcAdaptive {
-        cmd.arg("--adaptive");
+        .args(["--threads", &cell.threads.to_string(), "--load", &cell.load.to_string()])
+        .args(["--duration-ms", &cell.duration_ms.to_string()])
+        .args(["--layout", &cell.layout.to_string()]);
+    match arm {
+        Arm::GlibcAdaptive => {
+            cmd.arg("--adaptive");
+        }
+        Arm::LockFree => {
+            cmd.arg("--no-lock");
+        }
+        _ => {}
+    }
+    if let Some(stage) = stage {
+        cmd.args(&stage.args);
+        stage.apply(&mut cmd);
     }
     library::apply(arm, &mut cmd, lib, env);
     let mut rec = RunRecord {
-        threads,
-        load,
+        cell: index,
         strategy: arm.to_string(),
         run,
         wall_s: f64::NAN,
@@ -508,7 +705,7 @@ fn run_once(
     match arm.strategy() {
         None if !done.loads.is_empty() => {
             return Err(Failure::Runtime(format!(
-                "the `none` arm loaded libspinmutex.so anyway (in {}): it comes from somewhere else than \
+                "the `{arm}` arm loaded libspinmutex.so anyway (in {}): it comes from somewhere else than \
                  LD_PRELOAD (/etc/ld.so.preload?)",
                 done.loads[0].exe
             )))
@@ -559,10 +756,10 @@ fn run_once(
 }
 
 fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
-    let good = |t: u64, l: u64, s: &str| -> Vec<&Sample> {
+    let good = |cell: usize, s: &str| -> Vec<&Sample> {
         records
             .iter()
-            .filter(|r| r.threads == t && r.load == l && r.strategy == s && r.error.is_none())
+            .filter(|r| r.cell == cell && r.strategy == s && r.error.is_none())
             .filter_map(|r| r.sample.as_ref())
             .collect()
     };
@@ -571,62 +768,65 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
         stats::median(&v)
     };
     let ops = |xs: &[&Sample]| -> Vec<f64> { xs.iter().map(|s| s.ops_per_s()).collect() };
+    let arms = c.summarised_arms();
+    let control = Arm::LockFree.to_string();
     let mut out = Vec::new();
-    for &t in &c.threads {
-        for &l in &c.loads {
-            let ref_ops = ops(&good(t, l, &c.reference));
-            let none_ops = ops(&good(t, l, "none"));
-            let cell_all: Vec<&Sample> = c.strategies.iter().flat_map(|s| good(t, l, s)).collect();
-            let pause = med(&cell_all, &|s| s.get("pause_ns"));
-            let bound = bound(l, pause);
-            for s in &c.strategies {
-                let samples = good(t, l, s);
-                let attempted =
-                    records.iter().filter(|r| r.threads == t && r.load == l && r.strategy == *s).count();
-                if attempted == 0 {
-                    continue;
-                }
-                let xs = ops(&samples);
-                let median_ops = stats::median(&xs);
-                let against = |base: &[f64], is_base: bool| -> (Option<f64>, Option<Comparison>) {
-                    if is_base {
-                        return (None, None);
-                    }
-                    (finite(median_ops / stats::median(base)), stats::compare(base, &xs))
-                };
-                let (ratio, cmp) = against(&ref_ops, *s == c.reference);
-                let (ratio_none, cmp_none) = against(&none_ops, s == "none" || none_ops.is_empty());
-                out.push(CellSummary {
-                    threads: t,
-                    load: l,
-                    strategy: s.clone(),
-                    runs_ok: samples.len(),
-                    runs: attempted,
-                    median_ops_per_s: finite(median_ops),
-                    stddev_pct: finite(stats::stddev_pct(&xs)),
-                    ratio_to_reference: ratio,
-                    ratio_ci95: cmp.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
-                    p_value: cmp.as_ref().and_then(|c| finite(c.p)),
-                    significant: cmp.as_ref().map(Comparison::significant),
-                    ratio_to_none: ratio_none,
-                    ratio_to_none_ci95: cmp_none.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
-                    significant_to_none: cmp_none.as_ref().map(Comparison::significant),
-                    cpu_us_per_1k_acq: finite(med(&samples, &|s| s.cpu_us_per_1k())),
-                    fairness: finite(med(&samples, &|s| s.fairness())),
-                    wait_p50_ns: finite(med(&samples, &|s| s.get("wait_p50_ns"))),
-                    wait_p99_ns: finite(med(&samples, &|s| s.get("wait_p99_ns"))),
-                    wait_max_ns: finite(med(&samples, &|s| s.get("wait_max_ns"))),
-                    pause_ns: finite(pause),
-                    bound_ops_per_s: finite(bound),
-                });
+    for (index, cell) in c.cells.iter().enumerate() {
+        let ref_ops = ops(&good(index, &c.reference));
+        let none_ops = ops(&good(index, "none"));
+        let cell_all: Vec<&Sample> = arms.iter().flat_map(|s| good(index, s)).collect();
+        let pause = med(&cell_all, &|s| s.get("pause_ns"));
+        let bound = bound(cell.load, pause);
+        let control_fairness = med(&good(index, &control), &|s| s.fairness());
+        for s in &arms {
+            let samples = good(index, s);
+            let attempted = records.iter().filter(|r| r.cell == index && r.strategy == *s).count();
+            if attempted == 0 {
+                continue;
             }
+            let is_control = *s == control;
+            let xs = ops(&samples);
+            let median_ops = stats::median(&xs);
+            // The control has no lock: its throughput is compared with nothing.
+            let against = |base: &[f64], is_base: bool| -> (Option<f64>, Option<Comparison>) {
+                if is_base || is_control {
+                    return (None, None);
+                }
+                (finite(median_ops / stats::median(base)), stats::compare(base, &xs))
+            };
+            let (ratio, cmp) = against(&ref_ops, *s == c.reference);
+            let (ratio_none, cmp_none) = against(&none_ops, s == "none" || none_ops.is_empty());
+            let fairness = med(&samples, &|s| s.fairness());
+            out.push(CellSummary {
+                cell: cell.clone(),
+                strategy: s.clone(),
+                runs_ok: samples.len(),
+                runs: attempted,
+                median_ops_per_s: finite(median_ops),
+                stddev_pct: finite(stats::stddev_pct(&xs)),
+                ratio_to_reference: ratio,
+                ratio_ci95: cmp.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
+                p_value: cmp.as_ref().and_then(|c| finite(c.p)),
+                significant: cmp.as_ref().map(Comparison::significant),
+                ratio_to_none: ratio_none,
+                ratio_to_none_ci95: cmp_none.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
+                significant_to_none: cmp_none.as_ref().map(Comparison::significant),
+                cpu_us_per_1k_acq: finite(med(&samples, &|s| s.cpu_us_per_1k())),
+                fairness: finite(fairness),
+                fairness_vs_control: if is_control { None } else { finite(fairness / control_fairness) },
+                wait_p50_ns: finite(med(&samples, &|s| s.get("wait_p50_ns"))).filter(|_| !is_control),
+                wait_p99_ns: finite(med(&samples, &|s| s.get("wait_p99_ns"))).filter(|_| !is_control),
+                wait_max_ns: finite(med(&samples, &|s| s.get("wait_max_ns"))).filter(|_| !is_control),
+                pause_ns: finite(pause),
+                bound_ops_per_s: finite(bound),
+            });
         }
     }
     out
 }
 
-fn find<'a>(sums: &'a [CellSummary], t: u64, l: u64, s: &str) -> Option<&'a CellSummary> {
-    sums.iter().find(|c| c.threads == t && c.load == l && c.strategy == s)
+fn find<'a>(sums: &'a [CellSummary], cell: &Cell, s: &str) -> Option<&'a CellSummary> {
+    sums.iter().find(|c| c.cell == *cell && c.strategy == s)
 }
 
 fn kops(v: Option<f64>) -> String {
@@ -648,18 +848,27 @@ fn render_tables(
     sums: &[CellSummary],
     m: &Machine,
     effective: &BTreeMap<String, Option<Effective>>,
+    scenario_setup: &BTreeMap<String, String>,
     lib: &Path,
 ) -> String {
     let refname = &c.reference;
     let has_none = c.strategies.iter().any(|s| s == "none");
+    let control = Arm::LockFree.to_string();
     let mut out = String::new();
+    let runs = if c.layouts.is_empty() {
+        format!("{} run(s) per arm per scenario", c.scenario_runs)
+    } else if c.scenarios.is_empty() {
+        format!("{} run(s) per arm per cell", c.runs)
+    } else {
+        format!("{} run(s) per arm per cell, {} per scenario", c.runs, c.scenario_runs)
+    };
     let _ = writeln!(
         out,
-        "\nspinmutex bench: {} run(s) of {} ms per arm per cell, interleaved; {} CPUs ({}); {} hog(s)",
-        c.runs, c.duration_ms, m.nproc, m.cpu_model, c.hogs
+        "\nspinmutex bench: {runs}, interleaved; {} CPUs ({}); {} hog(s)",
+        m.nproc, m.cpu_model, c.hogs
     );
     let _ = writeln!(out, "arms (the settings each reported when it loaded):");
-    let width = c.strategies.iter().map(String::len).max().unwrap_or(0);
+    let width = c.summarised_arms().iter().map(String::len).max().unwrap_or(0);
     for s in &c.strategies {
         let what = match effective.get(s) {
             Some(Some(e)) => format!("{} {}: {}", lib.display(), e.version, e.describe()),
@@ -669,12 +878,103 @@ fn render_tables(
         let adaptive = if s == "glibc-adaptive" { " (a PTHREAD_MUTEX_ADAPTIVE_NP mutex)" } else { "" };
         let _ = writeln!(out, "  {s:width$}  {what}{adaptive}");
     }
+    if c.control {
+        let _ = writeln!(
+            out,
+            "  {control:width$}  the control: the same threads and pauses without the lock, no preload"
+        );
+    }
+
     let _ = writeln!(
         out,
         "\nThroughput in kops/s (median), its stddev in % of the mean, and the change against {refname}{}\n\
-         (* = significant, Welch's t-test p < 0.05). bound = 1 / (load × pause time), in kops/s.\n",
+         (* = significant, Welch's t-test p < 0.05). bound = 1 / (load × pause time), in kops/s.",
         if has_none { " (and, for glibc, against none: the preload's own cost)" } else { "" }
     );
+    let mut groups: Vec<(String, Vec<&Cell>)> = Vec::new();
+    for cell in &c.cells {
+        match groups.iter_mut().find(|(g, _)| *g == cell.group()) {
+            Some((_, cells)) => cells.push(cell),
+            None => groups.push((cell.group(), vec![cell])),
+        }
+    }
+    for (group, cells) in &groups {
+        let heading = match cells[0].scenario {
+            None if cells[0].layout == Layout::Alone => {
+                "layout alone: the mutex on a cache line of its own".to_string()
+            }
+            None => "layout shared: the mutex on one cache line with the counter it protects".to_string(),
+            Some(s) => {
+                format!("scenario {s}: {}", scenario_setup.get(group).map_or("not run", String::as_str))
+            }
+        };
+        let _ = writeln!(out, "\n{heading}\n");
+        out.push_str(&throughput_table(c, sums, cells));
+    }
+
+    let _ = writeln!(
+        out,
+        "\nPer arm (medians over runs): ratio of median throughput to {refname} and to none, each with the\n\
+         95% interval of the ratio of means (Fieller; * = significant, Welch); CPU µs per 1000\n\
+         acquisitions; fairness (fewest per-thread acquisitions ÷ mean){}; acquisition wait\n\
+         p50/p99/max (sampled, so a thread starved of the lock shows in `fair`, not here).\n",
+        if c.control { " and it ÷ the lock-free control's (fair/ctl)" } else { "" }
+    );
+    let mut t = Table::new(4);
+    let mut header: Vec<String> =
+        ["cell", "threads", "load", "strategy", "ok", "kops/s", "sd%", "ratio", "95% CI"]
+            .map(String::from)
+            .to_vec();
+    if has_none {
+        header.extend(["vs none", "95% CI"].map(String::from));
+    }
+    header.extend(["cpu µs/1k", "fair"].map(String::from));
+    if c.control {
+        header.push("fair/ctl".into());
+    }
+    header.extend(["wait p50", "wait p99", "wait max", "bound"].map(String::from));
+    t.header.push(header);
+    let ci = |ci: Option<[f64; 2]>, sig: Option<bool>| match ci {
+        Some([lo, hi]) => format!("{lo:.2}–{hi:.2}{}", if sig == Some(true) { " *" } else { "" }),
+        None => "-".into(),
+    };
+    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.3}"));
+    for s in sums {
+        let mut row = vec![
+            s.cell.group(),
+            s.cell.threads.to_string(),
+            s.cell.load.to_string(),
+            s.strategy.clone(),
+            format!("{}/{}", s.runs_ok, s.runs),
+            kops(s.median_ops_per_s),
+            text::pct(s.stddev_pct.unwrap_or(f64::NAN)),
+            ratio(s.ratio_to_reference),
+            ci(s.ratio_ci95, s.significant),
+        ];
+        if has_none {
+            row.push(ratio(s.ratio_to_none));
+            row.push(ci(s.ratio_to_none_ci95, s.significant_to_none));
+        }
+        row.push(text::fixed(s.cpu_us_per_1k_acq.unwrap_or(f64::NAN)));
+        row.push(s.fairness.map_or("-".into(), |f| format!("{f:.2}")));
+        if c.control {
+            row.push(s.fairness_vs_control.map_or("-".into(), |f| format!("{f:.2}")));
+        }
+        row.extend([ns(s.wait_p50_ns), ns(s.wait_p99_ns), ns(s.wait_max_ns), kops(s.bound_ops_per_s)]);
+        t.rows.push(row);
+    }
+    out.push_str(&t.render());
+    let pauses: Vec<f64> = sums.iter().filter_map(|c| c.pause_ns).collect();
+    if !pauses.is_empty() {
+        let _ = writeln!(out, "\npause: {:.1} ns (median of the cells' medians)", stats::median(&pauses));
+    }
+    out
+}
+
+/// The throughput table of one group of cells: a row per cell, columns per arm.
+fn throughput_table(c: &Config, sums: &[CellSummary], cells: &[&Cell]) -> String {
+    let refname = &c.reference;
+    let has_none = c.strategies.iter().any(|s| s == "none");
     let mut t = Table::new(0);
     let mut h1 = vec![String::new(), String::new()];
     let mut h2 = vec!["threads".to_string(), "load".to_string()];
@@ -693,84 +993,30 @@ fn render_tables(
     h1.push(String::new());
     h2.push("bound".into());
     t.header = vec![h1, h2];
-    for &th in &c.threads {
-        for &l in &c.loads {
-            let mut row = vec![th.to_string(), l.to_string()];
-            let mut bound = None;
-            for s in &c.strategies {
-                let cell = find(sums, th, l, s);
-                row.push(kops(cell.and_then(|c| c.median_ops_per_s)));
-                row.push(text::pct(cell.and_then(|c| c.stddev_pct).unwrap_or(f64::NAN)));
-                if s != refname && s != "none" {
-                    row.push(cell.map_or("-".into(), |c| change_cell(c.ratio_to_reference, c.significant)));
-                }
-                if s == refname && has_none {
-                    row.push(
-                        cell.map_or("-".into(), |c| change_cell(c.ratio_to_none, c.significant_to_none)),
-                    );
-                }
-                bound = bound.or(cell.and_then(|c| c.bound_ops_per_s));
+    for cell in cells {
+        let mut row = vec![cell.threads.to_string(), cell.load.to_string()];
+        let mut bound = None;
+        for s in &c.strategies {
+            let sum = find(sums, cell, s);
+            row.push(kops(sum.and_then(|c| c.median_ops_per_s)));
+            row.push(text::pct(sum.and_then(|c| c.stddev_pct).unwrap_or(f64::NAN)));
+            if s != refname && s != "none" {
+                row.push(sum.map_or("-".into(), |c| change_cell(c.ratio_to_reference, c.significant)));
             }
-            row.push(kops(bound));
-            t.rows.push(row);
+            if s == refname && has_none {
+                row.push(sum.map_or("-".into(), |c| change_cell(c.ratio_to_none, c.significant_to_none)));
+            }
+            bound = bound.or(sum.and_then(|c| c.bound_ops_per_s));
         }
-    }
-    out.push_str(&t.render());
-
-    let _ = writeln!(
-        out,
-        "\nPer arm (medians over runs): ratio of median throughput to {refname} and to none, each with the\n\
-         95% interval of the ratio of means (Fieller; * = significant, Welch); CPU µs per 1000\n\
-         acquisitions; fairness (fewest per-thread acquisitions ÷ mean); acquisition wait p50/p99/max\n\
-         (sampled, so a thread starved of the lock shows in `fair`, not here).\n"
-    );
-    let mut t = Table::new(3);
-    let mut header: Vec<String> =
-        ["threads", "load", "strategy", "ok", "kops/s", "sd%", "ratio", "95% CI"].map(String::from).to_vec();
-    if has_none {
-        header.extend(["vs none", "95% CI"].map(String::from));
-    }
-    header.extend(["cpu µs/1k", "fair", "wait p50", "wait p99", "wait max", "bound"].map(String::from));
-    t.header.push(header);
-    let ci = |ci: Option<[f64; 2]>, sig: Option<bool>| match ci {
-        Some([lo, hi]) => format!("{lo:.2}–{hi:.2}{}", if sig == Some(true) { " *" } else { "" }),
-        None => "-".into(),
-    };
-    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.3}"));
-    for s in sums {
-        let mut row = vec![
-            s.threads.to_string(),
-            s.load.to_string(),
-            s.strategy.clone(),
-            format!("{}/{}", s.runs_ok, s.runs),
-            kops(s.median_ops_per_s),
-            text::pct(s.stddev_pct.unwrap_or(f64::NAN)),
-            ratio(s.ratio_to_reference),
-            ci(s.ratio_ci95, s.significant),
-        ];
-        if has_none {
-            row.push(ratio(s.ratio_to_none));
-            row.push(ci(s.ratio_to_none_ci95, s.significant_to_none));
-        }
-        row.extend([
-            text::fixed(s.cpu_us_per_1k_acq.unwrap_or(f64::NAN)),
-            s.fairness.map_or("-".into(), |f| format!("{f:.2}")),
-            ns(s.wait_p50_ns),
-            ns(s.wait_p99_ns),
-            ns(s.wait_max_ns),
-            kops(s.bound_ops_per_s),
-        ]);
+        row.push(kops(bound));
         t.rows.push(row);
     }
-    out.push_str(&t.render());
-    let pauses: Vec<f64> = sums.iter().filter_map(|c| c.pause_ns).collect();
-    if !pauses.is_empty() {
-        let _ = writeln!(out, "\npause: {:.1} ns (median of the cells' medians)", stats::median(&pauses));
-    }
-    out
+    t.render()
 }
 
 const CSV_COLUMNS: &[&str] = &[
+    "scenario",
+    "layout",
     "threads",
     "load",
     "strategy",
@@ -778,6 +1024,7 @@ const CSV_COLUMNS: &[&str] = &[
     "ok",
     "error",
     "wall_s",
+    "duration_ms",
     "ops",
     "elapsed_s",
     "ops_per_s",
@@ -815,24 +1062,27 @@ fn bound_of(load: u64, s: &Sample) -> f64 {
 }
 
 /// A value of a run's CSV row or JSON object, derived ones included.
-fn value(r: &RunRecord, s: &Sample, key: &str) -> f64 {
+fn value(load: u64, s: &Sample, key: &str) -> f64 {
     match key {
         "cpu_us_per_1k_acq" => s.cpu_us_per_1k(),
         "fairness" => s.fairness(),
-        "bound_ops_per_s" => bound_of(r.load, s),
+        "bound_ops_per_s" => bound_of(load, s),
         k => s.get(k),
     }
 }
 
-fn to_csv(records: &[RunRecord]) -> String {
+fn to_csv(c: &Config, records: &[RunRecord]) -> String {
     let mut out = CSV_COLUMNS.join(",");
     out.push('\n');
     for r in records {
         let empty = Sample::default();
         let s = r.sample.as_ref().unwrap_or(&empty);
+        let cell = &c.cells[r.cell];
         let mut row = vec![
-            r.threads.to_string(),
-            r.load.to_string(),
+            cell.scenario.map_or(String::new(), |s| s.to_string()),
+            cell.layout.to_string(),
+            cell.threads.to_string(),
+            cell.load.to_string(),
             csv_field(&r.strategy),
             r.run.to_string(),
             (r.error.is_none() as u8).to_string(),
@@ -840,7 +1090,7 @@ fn to_csv(records: &[RunRecord]) -> String {
             csv_num(r.wall_s),
         ];
         for col in &CSV_COLUMNS[row.len()..] {
-            row.push(csv_num(value(r, s, col)));
+            row.push(csv_num(value(cell.load, s, col)));
         }
         out.push_str(&row.join(","));
         out.push('\n');
@@ -848,10 +1098,10 @@ fn to_csv(records: &[RunRecord]) -> String {
     out
 }
 
-fn run_json(r: &RunRecord) -> RunJson {
+fn run_json(c: &Config, r: &RunRecord) -> RunJson {
+    let cell = &c.cells[r.cell];
     RunJson {
-        threads: r.threads,
-        load: r.load,
+        cell: cell.clone(),
         strategy: r.strategy.clone(),
         run: r.run,
         ok: r.error.is_none(),
@@ -861,45 +1111,47 @@ fn run_json(r: &RunRecord) -> RunJson {
             let mut m: BTreeMap<String, Option<f64>> =
                 s.values.iter().map(|(k, v)| (k.clone(), finite(*v))).collect();
             for k in ["cpu_us_per_1k_acq", "fairness", "bound_ops_per_s"] {
-                m.insert(k.to_string(), finite(value(r, s, k)));
+                m.insert(k.to_string(), finite(value(cell.load, s, k)));
             }
             m
         }),
     }
 }
 
+/// Throughput against threads, one panel per layout and load of the grid.
 fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary]) -> String {
-    let panels = c
-        .loads
-        .iter()
-        .map(|&l| {
+    let mut panels = Vec::new();
+    for &layout in &c.layouts {
+        for &l in &c.loads {
+            let cells: Vec<&Cell> = c
+                .cells
+                .iter()
+                .filter(|cell| cell.scenario.is_none() && cell.layout == layout && cell.load == l)
+                .collect();
             let series = c
                 .strategies
                 .iter()
                 .map(|s| svg::Series {
                     name: s.clone(),
-                    points: c
-                        .threads
+                    points: cells
                         .iter()
-                        .filter_map(|&t| {
-                            find(sums, t, l, s)
-                                .map(|cell| (t as f64, cell.median_ops_per_s.unwrap_or(f64::NAN)))
+                        .filter_map(|cell| {
+                            find(sums, cell, s)
+                                .map(|sum| (cell.threads as f64, sum.median_ops_per_s.unwrap_or(f64::NAN)))
                         })
                         .collect(),
                 })
                 .collect();
-            let bound = sums.iter().find(|cell| cell.load == l).and_then(|cell| cell.bound_ops_per_s);
-            svg::Panel { title: format!("load {l} pauses"), series, bound }
-        })
-        .collect();
+            let bound =
+                cells.first().and_then(|cell| find(sums, cell, &c.reference)).and_then(|s| s.bound_ops_per_s);
+            panels.push(svg::Panel { title: format!("load {l} pauses, mutex {layout}"), series, bound });
+        }
+    }
     let mut sorted = c.threads.clone();
     sorted.sort_unstable();
     svg::Chart {
         title: "spinmutex bench: throughput against threads".into(),
-        subtitle: format!(
-            "median of {} runs of {} ms; {} CPUs ({}); {} hog(s)",
-            c.runs, c.duration_ms, m.nproc, m.cpu_model, c.hogs
-        ),
+        subtitle: format!("median of {} runs; {} CPUs ({}); {} hog(s)", c.runs, m.nproc, m.cpu_model, c.hogs),
         x_label: "threads (log scale)".into(),
         y_label: "acquisitions per second".into(),
         x_ticks: sorted.iter().map(|&t| t as f64).collect(),
@@ -914,7 +1166,7 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<(Config, Vec<Arm>), String> {
         let a: BenchArgs = crate::parse_args(args).map_err(|e| e.to_string())?;
-        config(&a).map_err(|e| format!("{e:?}"))
+        config(&a, 2).map_err(|e| format!("{e:?}"))
     }
 
     #[test]
@@ -922,12 +1174,30 @@ mod tests {
         let (c, _) = parse(&[]).unwrap();
         assert_eq!(c.threads, vec![1, 2, 4, 16, 64, 256]);
         assert_eq!(c.loads, vec![0, 1, 10, 50, 100]);
-        assert_eq!(c.strategies, ["none", "glibc", "glibc-adaptive", "futex", "spin"]);
+        assert_eq!(c.layouts, [Layout::Alone, Layout::Shared]);
+        assert_eq!(c.scenarios, [Scenario::IdleOwner, Scenario::CpuQuota]);
+        assert_eq!(c.strategies, ["none", "glibc", "glibc-adaptive", "futex", "spin", "kernel"]);
         assert_eq!((c.runs, c.duration_ms, c.hogs, c.reference.as_str()), (5, 300, 0, "glibc"));
+        assert!(c.control);
+        assert_eq!(c.cells.len(), 2 * 6 * 5 + 2);
+        // Stretched on 2 CPUs: 256 threads × 8 ms ÷ 2; 64 threads stay at 300 ms.
+        let ms = |t: u64| c.cells.iter().find(|cell| cell.threads == t).unwrap().duration_ms;
+        assert_eq!((ms(1), ms(64), ms(256)), (300, 300, 1024));
+        let idle = c.cells.iter().find(|cell| cell.scenario == Some(Scenario::IdleOwner)).unwrap();
+        assert_eq!((idle.threads, idle.load, idle.duration_ms, c.scenario_runs), (4, 10, 2000, 7));
         let (c, _) = parse(&["--threads", "1,2", "--quick", "--runs", "2"]).unwrap();
         assert_eq!(c.threads, vec![1, 2]);
         assert_eq!(c.loads, vec![0, 10, 100]);
         assert_eq!((c.runs, c.duration_ms), (2, 200));
+        assert!(c.scenarios.is_empty(), "--quick runs no scenario unless asked");
+        let (c, _) = parse(&["--duration-ms", "50", "--threads", "256", "--layout", "shared"]).unwrap();
+        assert!(c.cells.iter().filter(|cell| cell.scenario.is_none()).all(|cell| cell.duration_ms == 50));
+        assert_eq!(c.layouts, [Layout::Shared]);
+        let (c, _) = parse(&["--scenarios", "cpu-quota", "--no-grid", "--runs", "3"]).unwrap();
+        assert_eq!(c.cells.len(), 1);
+        assert_eq!((c.cells[0].threads, c.scenario_runs), (16, 3));
+        let (c, _) = parse(&["--scenarios", "none", "--without-control"]).unwrap();
+        assert!(c.scenarios.is_empty() && !c.control);
         let (c, _) = parse(&["--strategies", "glibc,spin"]).unwrap();
         assert_eq!(c.strategies, ["none", "glibc", "spin"]);
         let (c, _) = parse(&["-s", "spin,futex", "--without-none"]).unwrap();
@@ -947,6 +1217,13 @@ mod tests {
             &["extra"],
             &["--", "cmd"],
             &["--strategies", "spin,spin"],
+            &["--layout", "inline"],
+            &["--layout", "alone,alone"],
+            &["--scenarios", "idle"],
+            &["--scenarios", "none,cpu-quota"],
+            &["--scenarios", "cpu-quota,cpu-quota"],
+            &["--no-grid", "--quick"],
+            &["--strategies", "lock-free"],
             &["--strategies", "spinn"],
             &["--spin-limit", "10x"],
             &["--nope"],

@@ -15,6 +15,7 @@ mod metric;
 mod progress;
 pub mod report;
 mod run;
+pub mod scenario;
 mod settings;
 mod stats;
 mod svg;

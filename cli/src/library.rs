@@ -47,13 +47,16 @@ pub enum Arm {
     Strategy(Strategy),
     /// `bench` only: `glibc` with the workload's mutex made PTHREAD_MUTEX_ADAPTIVE_NP.
     GlibcAdaptive,
+    /// `bench` only, added by it: the workload's threads without the lock (and without
+    /// the library), the control for fairness.
+    LockFree,
 }
 
 impl Arm {
     /// The strategy the library must report for this arm; None: the library must not load.
     pub fn strategy(self) -> Option<Strategy> {
         match self {
-            Arm::None => None,
+            Arm::None | Arm::LockFree => None,
             Arm::Strategy(s) => Some(s),
             Arm::GlibcAdaptive => Some(Strategy::Glibc),
         }
@@ -83,6 +86,7 @@ impl fmt::Display for Arm {
             Arm::None => f.write_str("none"),
             Arm::Strategy(s) => f.write_str(s.name()),
             Arm::GlibcAdaptive => f.write_str("glibc-adaptive"),
+            Arm::LockFree => f.write_str("lock-free"),
         }
     }
 }

@@ -1,5 +1,8 @@
 //! The hidden subcommands behind `bench`: `__workload` (the C contention workload,
-//! run in a child with the library preloaded) and `__hog` (a busy loop).
+//! run in a child with the library preloaded) and `__hog` (a busy loop), and the hogs
+//! as `bench` starts them.
+
+use std::process::{Child, Command, Stdio};
 
 extern "C" {
     fn spinmutex_contention_main(argc: libc::c_int, argv: *mut *mut libc::c_char) -> libc::c_int;
@@ -41,6 +44,43 @@ pub fn hog(parent: libc::pid_t) -> u8 {
         // SAFETY: getppid(2) cannot fail.
         if unsafe { libc::getppid() } != parent {
             return 0;
+        }
+    }
+}
+
+/// Busy-looping processes (`__hog`), killed when dropped.
+pub struct Hogs(Vec<Child>);
+
+impl Hogs {
+    /// `n` hogs, each pinned to `cpu` if given.
+    pub fn start(n: u64, cpu: Option<usize>) -> Result<Hogs, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this command's path: {e}"))?;
+        let mut hogs = Hogs(Vec::new());
+        for _ in 0..n {
+            let c = Command::new(&exe)
+                .arg("__hog")
+                .arg(std::process::id().to_string())
+                .env_remove("LD_PRELOAD")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start a hog: {e}"))?;
+            let pid = c.id() as libc::pid_t;
+            hogs.0.push(c);
+            if let Some(cpu) = cpu {
+                crate::scenario::pin(pid, cpu).map_err(|e| format!("cannot pin a hog to CPU {cpu}: {e}"))?;
+            }
+        }
+        Ok(hogs)
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 }

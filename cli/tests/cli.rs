@@ -418,17 +418,23 @@ fn bench_reduced_grid_writes_csv_json_svg() {
         "glibc-adaptive",
         "futex",
         "spin",
+        "kernel",
+        "lock-free",
         "kops/s",
         "vs none",
         "bound",
         "fair",
+        "fair/ctl",
         "wait p99",
         "strategy=spin",
+        "layout alone: the mutex on a cache line of its own",
+        "layout shared: the mutex on one cache line with the counter it protects",
     ] {
         assert!(o.stdout.contains(want), "bench table lacks {want:?}:\n{}", o.stdout);
     }
-    // 2 threads × 2 loads × 5 arms × 2 runs.
-    let runs = 2 * 2 * 5 * 2;
+    // 2 layouts × 2 threads × 2 loads × (6 arms and the control) × 2 runs.
+    let cells = 2 * 2 * 2;
+    let runs = cells * 7 * 2;
     assert_eq!(o.stderr.lines().filter(|l| l.starts_with('[')).count(), runs, "{}", o.stderr);
 
     let text = std::fs::read_to_string(&csv).unwrap();
@@ -440,7 +446,11 @@ fn bench_reduced_grid_writes_csv_json_svg() {
     }
     let col =
         |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    for layout in ["alone", "shared"] {
+        assert_eq!(rows.iter().filter(|r| r[col("layout")] == layout).count(), runs / 2, "{text}");
+    }
     for r in &rows[1..] {
+        assert_eq!(r[col("scenario")], "", "{r:?}");
         assert_eq!(r[col("ok")], "1", "{r:?}");
         assert_eq!(r[col("counter_ok")], "1", "{r:?}");
         let ops: f64 = r[col("ops_per_s")].parse().unwrap();
@@ -450,10 +460,10 @@ fn bench_reduced_grid_writes_csv_json_svg() {
     }
 
     let report: BenchReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(report.config.strategies, ["none", "glibc", "glibc-adaptive", "futex", "spin"]);
+    assert_eq!(report.config.strategies, ["none", "glibc", "glibc-adaptive", "futex", "spin", "kernel"]);
     assert_eq!(report.config.reference, "glibc");
     assert_eq!(report.runs.len(), runs);
-    assert_eq!(report.cells.len(), 2 * 2 * 5, "one summary per cell and arm");
+    assert_eq!(report.cells.len(), cells * 7, "one summary per cell and arm, the control's too");
     assert!(report
         .runs
         .iter()
@@ -462,14 +472,69 @@ fn bench_reduced_grid_writes_csv_json_svg() {
     assert!(report.effective["none"].is_none());
     assert_eq!(report.effective["glibc-adaptive"].as_ref().unwrap().strategy, "glibc");
     for c in &report.cells {
-        assert_eq!(c.ratio_to_reference.is_none(), c.strategy == "glibc", "{c:?}");
-        assert_eq!(c.ratio_to_none.is_none(), c.strategy == "none", "{c:?}");
-        assert_eq!(c.bound_ops_per_s.is_none(), c.load == 0, "{c:?}");
+        let control = c.strategy == "lock-free";
+        assert_eq!(c.ratio_to_reference.is_none(), c.strategy == "glibc" || control, "{c:?}");
+        assert_eq!(c.ratio_to_none.is_none(), c.strategy == "none" || control, "{c:?}");
+        assert_eq!(c.bound_ops_per_s.is_none(), c.cell.load == 0, "{c:?}");
+        assert_eq!(c.fairness_vs_control.is_none(), control, "{c:?}");
+        assert!(c.cell.scenario.is_none());
     }
 
     let text = std::fs::read_to_string(&svg).unwrap();
     xml_check(&text);
-    assert!(text.contains("load 0") && text.contains("load 10") && text.contains("bound"));
+    for want in ["load 0 pauses, mutex alone", "load 10 pauses, mutex shared", "bound"] {
+        assert!(text.contains(want), "the chart lacks {want:?}");
+    }
+}
+
+/// Every `spinmutex-bench-*` cgroup there is.
+fn bench_cgroups() -> Vec<std::path::PathBuf> {
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|d| d.flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("spinmutex-bench-"))
+        .map(|e| e.path())
+        .collect()
+}
+
+fn bench_scenarios_run_and_clean_up() {
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let before = bench_cgroups();
+    let o = run(&[
+        "bench",
+        "--no-grid",
+        "--scenarios",
+        "idle-owner,cpu-quota",
+        "-s",
+        "glibc,spin",
+        "--runs",
+        "1",
+        "--duration-ms",
+        "100",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    o.assert_success("bench --no-grid --scenarios idle-owner,cpu-quota");
+    for want in ["scenario idle-owner: thread 0 at SCHED_IDLE on CPU", "scenario cpu-quota: "] {
+        assert!(o.stdout.contains(want), "bench output lacks {want:?}:\n{}", o.stdout);
+    }
+    assert!(!o.stdout.contains("layout alone"), "--no-grid ran the grid:\n{}", o.stdout);
+    let report: BenchReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 2 scenarios × (none, glibc, spin and the control) × 1 run.
+    assert_eq!(report.runs.len(), 2 * 4);
+    assert!(report.runs.iter().all(|r| r.ok), "{:?}", report.runs);
+    let threads: Vec<(String, u64)> = report
+        .cells
+        .iter()
+        .filter(|c| c.strategy == "spin")
+        .map(|c| (c.cell.scenario.unwrap().to_string(), c.cell.threads))
+        .collect();
+    assert_eq!(threads, [("idle-owner".to_string(), 4), ("cpu-quota".to_string(), 16)]);
+    let quota = &report.scenario_setup["cpu-quota"];
+    assert!(quota.starts_with("in cgroup ") || quota.starts_with("pinned to CPU"), "{quota}");
+    assert_eq!(bench_cgroups(), before, "the scenario's cgroup outlived the bench");
 }
 
 fn bench_with_a_hog_cleans_up() {
@@ -625,6 +690,7 @@ fn main() -> std::process::ExitCode {
         ab_stops_when_every_warmup_fails,
         metric_direction_from_flags_units_or_unknown,
         bench_reduced_grid_writes_csv_json_svg,
+        bench_scenarios_run_and_clean_up,
         bench_with_a_hog_cleans_up,
         completions_and_man_pages_generate,
         install_script_places_bin_and_lib_and_the_command_finds_the_lib,
