@@ -10,6 +10,7 @@ pub mod bench;
 mod child;
 mod handshake;
 mod library;
+pub mod lockstats;
 mod machine;
 mod metric;
 mod progress;
@@ -18,6 +19,7 @@ mod run;
 mod settings;
 mod stats;
 mod svg;
+mod symbolize;
 mod text;
 mod workload;
 

@@ -196,10 +196,11 @@ fn run_preloads_the_library_and_sets_the_settings() {
          $SPINMUTEX_HANDOFF_AFTER|$SPINMUTEX_HANDOFF_WAIT|$SPINMUTEX_STATS|$EXTRA\"",
     ]);
     o.assert_success("run with settings");
-    let want = format!("{}|spin|7|2|3|4us|1|x=y", lib.display());
+    // --stats: the library writes JSON to the command's file, which run reports.
+    let want = format!("{}|spin|7|2|3|4us|json|x=y", lib.display());
     assert_eq!(o.stdout.lines().next(), Some(want.as_str()), "stderr: {}", o.stderr);
     // The library reports what it runs with.
-    for want in ["strategy=spin", "max_spinners=2", "handoff_after=3", "handoff_wait=4us", "stats=text"] {
+    for want in ["strategy=spin", "max_spinners=2", "handoff_after=3", "handoff_wait=4us", "stats=json"] {
         assert!(o.stderr.contains(want), "no {want} in:\n{}", o.stderr);
     }
 }
