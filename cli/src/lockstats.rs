@@ -229,20 +229,24 @@ impl Class {
         format!("{how} {}", self.site())
     }
 
-    /// The call site of the class: its first frame named (`F+0xOFF (file:line)`), or,
-    /// when nothing names it, told as module+offset followed by the first caller that
-    /// has a name.
+    /// The call site of the class: its first frame (`F+0xOFF (file:line)`, or
+    /// module+offset when nothing names it) and the caller of that (many locks are made
+    /// by one wrapper function: its caller tells them apart); when neither has a name,
+    /// the first frame further up that has one.
     pub fn site(&self) -> String {
         let Some(first) = self.frames.first() else { return "-".into() };
-        if let Some(d) = first.describe(true) {
-            return d;
+        let told = |f: &Frame| f.describe(true).unwrap_or_else(|| f.place());
+        let mut s = told(first);
+        if let Some(caller) = self.frames.get(1) {
+            let _ = write!(s, ", called from {}", told(caller));
         }
-        let caller = self.frames.iter().enumerate().skip(1).find_map(|(i, f)| Some((i, f.describe(true)?)));
-        match caller {
-            Some((1, d)) => format!("{}, called from {d}", first.place()),
-            Some((i, d)) => format!("{}, {i} frames below {d}", first.place()),
-            None => first.place(),
+        if self.frames.iter().take(2).all(|f| f.describe(true).is_none()) {
+            let named = self.frames.iter().enumerate().skip(2).find_map(|(i, f)| Some((i, f.describe(true)?)));
+            if let Some((i, d)) = named {
+                let _ = write!(s, ", {i} frames below {d}");
+            }
         }
+        s
     }
 
     fn is_rwlock(&self) -> bool {

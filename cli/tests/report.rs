@@ -425,25 +425,16 @@ fn reports_of_several_processes_are_each_labelled_and_add_up() {
     assert_eq!(reports.len(), 2, "{v:#}");
     assert_ne!(reports[0]["pid"], reports[1]["pid"]);
     for r in reports {
-        // The rows add up to the totals, counter by counter.
-        let rows: Vec<&Value> = r["classes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .chain([&r["others"], &r["unknown_class"], &r["overflow"]])
-            .map(|row| &row["counters"])
-            .collect();
-        for key in
-            ["locked", "owner_changes", "contended", "spins", "sleeps", "wait_ns_total", "hold_ns_total"]
-        {
-            let sum: u64 = rows.iter().map(|c| c[key].as_u64().unwrap()).sum();
-            assert_eq!(sum, r["totals"]["counters"][key].as_u64().unwrap(), "{key}: {r:#}");
-        }
+        common::stats::json_rows_add_up(r).unwrap_or_else(|e| panic!("{e}: {r:#}"));
     }
     let o = report(&[stats.to_str().unwrap()]);
     o.assert_success("report of two processes");
     for r in reports {
         assert!(o.stdout.contains(&format!("Lock statistics of pid {},", r["pid"])), "{}", o.stdout);
+    }
+    // Each process's text rows add up too.
+    for part in o.stdout.split("== Lock statistics of pid ").skip(1) {
+        common::stats::text_rows_add_up(part).unwrap();
     }
     assert_eq!(o.stdout.lines().filter(|l| l.starts_with("= ")).count(), 2, "{}", o.stdout);
 }
