@@ -463,7 +463,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         write(p, serde_json::to_string_pretty(&report).expect("the report serialises") + "\n")?;
     }
     if let Some(p) = &a.svg {
-        write(p, to_svg(&c, &machine, &summaries))?;
+        write(p, to_svg(&c, &machine, &summaries, &records))?;
     }
     Ok(if failed.is_empty() && !interrupted { 0 } else { 1 })
 }
@@ -868,7 +868,15 @@ fn run_json(r: &RunRecord) -> RunJson {
     }
 }
 
-fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary]) -> String {
+fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary], records: &[RunRecord]) -> String {
+    // Each run's throughput, for the error bars.
+    let runs = |t: u64, l: u64, s: &str| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| r.threads == t && r.load == l && r.strategy == s && r.error.is_none())
+            .filter_map(|r| r.sample.as_ref().map(Sample::ops_per_s))
+            .collect()
+    };
     let panels = c
         .loads
         .iter()
@@ -876,16 +884,12 @@ fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary]) -> String {
             let series = c
                 .strategies
                 .iter()
-                .map(|s| svg::Series {
-                    name: s.clone(),
-                    points: c
-                        .threads
-                        .iter()
-                        .filter_map(|&t| {
-                            find(sums, t, l, s)
-                                .map(|cell| (t as f64, cell.median_ops_per_s.unwrap_or(f64::NAN)))
-                        })
-                        .collect(),
+                .map(|s| {
+                    let points = c.threads.iter().filter_map(|&t| {
+                        let cell = find(sums, t, l, s)?;
+                        Some((t as f64, cell.median_ops_per_s.unwrap_or(f64::NAN), runs(t, l, s)))
+                    });
+                    svg::Series::with_intervals(s.clone(), points.collect())
                 })
                 .collect();
             let bound = sums.iter().find(|cell| cell.load == l).and_then(|cell| cell.bound_ops_per_s);
@@ -897,7 +901,7 @@ fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary]) -> String {
     svg::Chart {
         title: "spinmutex bench: throughput against threads".into(),
         subtitle: format!(
-            "median of {} runs of {} ms; {} CPUs ({}); {} hog(s)",
+            "points: median of {} runs of {} ms, bars: 95% interval of the mean; {} CPUs ({}); {} hog(s)",
             c.runs, c.duration_ms, m.nproc, m.cpu_model, c.hogs
         ),
         x_label: "threads (log scale)".into(),

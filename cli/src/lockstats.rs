@@ -241,7 +241,8 @@ impl Class {
             let _ = write!(s, ", called from {}", told(caller));
         }
         if self.frames.iter().take(2).all(|f| f.describe(true).is_none()) {
-            let named = self.frames.iter().enumerate().skip(2).find_map(|(i, f)| Some((i, f.describe(true)?)));
+            let named =
+                self.frames.iter().enumerate().skip(2).find_map(|(i, f)| Some((i, f.describe(true)?)));
             if let Some((i, d)) = named {
                 let _ = write!(s, ", {i} frames below {d}");
             }

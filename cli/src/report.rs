@@ -1140,9 +1140,9 @@ const PANEL_W: f64 = LAYOUT.panel_w;
 const PANEL_H: f64 = LAYOUT.panel_h;
 const TOP_MUTEXES_IN_SVG: usize = 10;
 /// Width of the labels left of horizontal bars.
-const LABEL_W: f64 = 360.0;
+const LABEL_W: f64 = 480.0;
 /// Longest label (in characters) left of a bar; longer ones are cut, whole in the tooltip.
-const LABEL_CHARS: usize = 58;
+const LABEL_CHARS: usize = 76;
 
 /// One histogram panel: bucket groups on x, one bar per strategy in each group. Each
 /// strategy's bars are its share of its own contended acquisitions, so a strategy with
@@ -1245,7 +1245,7 @@ struct Bar {
 /// Horizontal bars, two panels wide, labels on the left.
 fn svg_bar_panel(s: &mut String, ox: f64, oy: f64, title: &str, x_label: &str, bars: &[Bar], empty: &str) {
     let mut plot = LAYOUT.plot(ox + LABEL_W - LAYOUT.left, oy, 2.0, 1.0);
-    plot.w -= LABEL_W - LAYOUT.left + 110.0;
+    plot.w -= LABEL_W - LAYOUT.left + 170.0;
     let (px, py, pw, ph) = (plot.x, plot.y, plot.w, plot.h);
     let _ = writeln!(s, "<g>");
     plot.title(s, oy + 18.0, title);
@@ -1315,17 +1315,17 @@ fn mutex_bars(t: &Trace, strategies: &[&str]) -> Vec<Bar> {
             let idx = strategies.iter().position(|n| *n == k.strategy).unwrap_or(0);
             let n = st.acquired();
             let mean = st.wait_summary().map_or("-".to_string(), |w| fmt_ns(w.mean));
-            let name = t.site(k).map_or_else(|| k.mutex.clone(), str::to_string);
-            let label = if several {
-                format!("{name} ({}, pid {})", k.strategy, k.pid)
+            let label = t.site(k).map_or_else(|| format!("mutex {}", k.mutex), str::to_string);
+            let text = if several {
+                format!("{n} ({}, pid {})", k.strategy, k.pid)
             } else {
-                format!("{name} ({})", k.strategy)
+                format!("{n} ({})", k.strategy)
             };
             Bar {
                 label,
                 value: n as f64,
                 colour: colour(&k.strategy, idx),
-                text: n.to_string(),
+                text,
                 tooltip: format!(
                     "mutex {} (pid {}): {n} contended acquisitions, mean wait {mean}",
                     k.mutex, k.pid
@@ -1352,12 +1352,17 @@ fn class_bars(reports: &[ProcessReport]) -> Vec<Bar> {
         .take(TOP_MUTEXES_IN_SVG)
         .map(|(r, c)| {
             let k = &c.counters;
-            let label = if several { format!("{} (pid {})", c.site(), r.pid) } else { c.site() };
+            let wait = fmt_ns(k.wait_ns_total as f64);
+            let text = if several {
+                format!("{} (wait {wait}; {}, pid {})", k.contended, r.strategy, r.pid)
+            } else {
+                format!("{} (wait {wait})", k.contended)
+            };
             Bar {
-                label,
+                label: c.site(),
                 value: k.contended as f64,
                 colour: colour(&r.strategy, 0),
-                text: format!("{} (wait {})", k.contended, fmt_ns(k.wait_ns_total as f64)),
+                text,
                 tooltip: format!(
                     "pid {} class #{} ({} {}): {} of {} acquisitions contended, wait {} in all; {}",
                     r.pid,
@@ -1629,6 +1634,40 @@ mod tests {
         let svg = render_svg(&t, "t.json");
         assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches("<g>").count(), svg.matches("</g>").count());
+    }
+
+    #[test]
+    fn charts_normalise_per_strategy_and_label_by_call_site() {
+        let mut l = Loaded::default();
+        let mut text = String::new();
+        for i in 0..379 {
+            let _ = writeln!(
+                text,
+                r#"{{"pid":5,"tid":{},"strategy":"spin","level":"TRACE","mutex":"0xbeef","event":"acquired","how":"spin","spins":8,"sleeps":0,"wait_ns":100}}"#,
+                i % 4
+            );
+        }
+        for _ in 0..3 {
+            text.push_str(r#"{"pid":6,"tid":1,"strategy":"futex","level":"TRACE","mutex":"0xf00d","event":"acquired","how":"sleep","spins":0,"sleeps":1,"wait_ns":9000}"#);
+            text.push('\n');
+        }
+        text.push_str(
+            r#"{"pid":5,"strategy":"spin","classes":[{"rank":1,"origin":"init","type":"normal","mutexes":1,"live":1,"counters":{"locked":400,"contended":379},"frames":[{"module":"/nonexistent/app","offset":"0x10","symbol":"make_queue","symbol_offset":"0x4"}],"instances":[{"mutex":"0xbeef","type":"normal","counters":{"locked":400,"contended":379}}]}],"totals":{"mutexes":1,"live":1,"counters":{"locked":400,"contended":379}}}"#,
+        );
+        text.push('\n');
+        l.read("t.json", text.as_bytes()).unwrap();
+        assert_eq!((l.trace.events, l.reports.len()), (382, 1));
+        l.resolve(&mut Resolver::new(vec![]), 20);
+        let svg = l.render_svg();
+        // Each strategy's bars are shares of its own acquisitions: 3 of 3 is 100%.
+        assert!(svg.contains("futex 8.2µs: 3 of 3 (100.0%)"), "{svg}");
+        assert!(svg.contains("spin 64ns: 379 of 379 (100.0%)"), "{svg}");
+        // The hot mutex and the class are labelled by call site, not address.
+        assert!(svg.contains(">make_queue+0x4 [dladdr]<title>"), "{svg}");
+        assert!(svg.contains("Hottest lock classes"), "{svg}");
+        assert!(svg.contains(">mutex 0xf00d<title>"), "an unnamed mutex keeps its address: {svg}");
+        let text = l.render_text(20, false);
+        assert!(text.contains("made at make_queue+0x4 [dladdr]"), "{text}");
     }
 
     #[test]
