@@ -5,7 +5,9 @@
 //! * the few programs of `../c-tests/` that the command's tests run, into
 //!   `$OUT_DIR/c-tests/`, read by the tests from `SPINMUTEX_C_TESTS_DIR`: `ab_tiny`, and
 //!   `ab_tiny_static` (the same, linked statically: the library cannot load in it) when
-//!   glibc's static libraries are installed.
+//!   glibc's static libraries are installed; and `stats_sites`, a position-independent
+//!   executable with known lock call sites, which the tests strip to check that
+//!   `spinmutex report` names them from a separate debug file.
 
 use std::env;
 use std::fs;
@@ -43,4 +45,9 @@ fn main() {
     if can_link_static() {
         compile_program(ab_tiny, &static_exe, &["-static"]);
     }
+    compile_program(
+        Path::new("../c-tests/stats_sites.c"),
+        &tests_out.join("stats_sites"),
+        &["-fPIE", "-pie"],
+    );
 }

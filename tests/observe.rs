@@ -45,37 +45,10 @@ fn json_report(path: &Path) -> serde_json::Value {
 /// The listed classes, the other classes, the mutexes of unknown class and the overflow
 /// add up to the totals, counter by counter (maxima: the largest).
 fn assert_rows_add_up(report: &serde_json::Value) {
-    let counters = |v: &serde_json::Value| v["counters"].clone();
-    let mut parts: Vec<serde_json::Value> =
-        report["classes"].as_array().unwrap().iter().map(counters).collect();
-    parts.extend(["others", "unknown_class", "overflow"].map(|k| counters(&report[k])));
-    let totals = counters(&report["totals"]);
-    for key in ADDED {
-        let sum: u64 = parts.iter().map(|p| p[key].as_u64().unwrap()).sum();
-        assert_eq!(
-            sum,
-            totals[key].as_u64().unwrap(),
-            "{key}: rows do not add up to the totals:\n{report:#}"
-        );
-    }
-    for key in MAXIMA {
-        let max = parts.iter().map(|p| p[key].as_u64().unwrap()).max().unwrap();
-        assert_eq!(max, totals[key].as_u64().unwrap(), "{key}: rows do not match the totals:\n{report:#}");
+    if let Err(e) = common::stats::json_rows_add_up(report) {
+        panic!("{e}:\n{report:#}");
     }
 }
-
-const ADDED: &[&str] = &[
-    "locked",
-    "owner_changes",
-    "contended",
-    "spins",
-    "sleeps",
-    "handoffs",
-    "timeouts",
-    "wait_ns_total",
-    "hold_ns_total",
-];
-const MAXIMA: &[&str] = &["wait_ns_max", "hold_ns_max"];
 
 fn contended_program_yields_every_decision_event() {
     for strategy in ["spin", "futex"] {

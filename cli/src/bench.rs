@@ -652,7 +652,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         write(p, serde_json::to_string_pretty(&report).expect("the report serialises") + "\n")?;
     }
     if let Some(p) = &a.svg {
-        write(p, to_svg(&c, &machine, &summaries))?;
+        write(p, to_svg(&c, &machine, &summaries, &records))?;
     }
     Ok(if failed.is_empty() && !interrupted { 0 } else { 1 })
 }
@@ -1118,8 +1118,16 @@ fn run_json(c: &Config, r: &RunRecord) -> RunJson {
     }
 }
 
-/// Throughput against threads, one panel per layout and load of the grid.
-fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary]) -> String {
+/// Throughput against threads, one panel per layout and load of the grid; error bars
+/// from each run's throughput.
+fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary], records: &[RunRecord]) -> String {
+    let runs = |cell: &Cell, s: &str| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| c.cells[r.cell] == *cell && r.strategy == s && r.error.is_none())
+            .filter_map(|r| r.sample.as_ref().map(Sample::ops_per_s))
+            .collect()
+    };
     let mut panels = Vec::new();
     for &layout in &c.layouts {
         for &l in &c.loads {
@@ -1131,15 +1139,12 @@ fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary]) -> String {
             let series = c
                 .strategies
                 .iter()
-                .map(|s| svg::Series {
-                    name: s.clone(),
-                    points: cells
-                        .iter()
-                        .filter_map(|cell| {
-                            find(sums, cell, s)
-                                .map(|sum| (cell.threads as f64, sum.median_ops_per_s.unwrap_or(f64::NAN)))
-                        })
-                        .collect(),
+                .map(|s| {
+                    let points = cells.iter().filter_map(|cell| {
+                        let sum = find(sums, cell, s)?;
+                        Some((cell.threads as f64, sum.median_ops_per_s.unwrap_or(f64::NAN), runs(cell, s)))
+                    });
+                    svg::Series::with_intervals(s.clone(), points.collect())
                 })
                 .collect();
             let bound =
@@ -1151,7 +1156,15 @@ fn to_svg(c: &Config, m: &Machine, sums: &[CellSummary]) -> String {
     sorted.sort_unstable();
     svg::Chart {
         title: "spinmutex bench: throughput against threads".into(),
-        subtitle: format!("median of {} runs; {} CPUs ({}); {} hog(s)", c.runs, m.nproc, m.cpu_model, c.hogs),
+        subtitle: format!(
+            "points: median of {} runs of {} ms{}, bars: 95% interval of the mean; {} CPUs ({}); {} hog(s)",
+            c.runs,
+            c.duration_ms,
+            if c.stretched { " or more" } else { "" },
+            m.nproc,
+            m.cpu_model,
+            c.hogs
+        ),
         x_label: "threads (log scale)".into(),
         y_label: "acquisitions per second".into(),
         x_ticks: sorted.iter().map(|&t| t as f64).collect(),

@@ -10,6 +10,7 @@ pub mod bench;
 mod child;
 mod handshake;
 mod library;
+pub mod lockstats;
 mod machine;
 mod metric;
 mod progress;
@@ -19,6 +20,7 @@ pub mod scenario;
 mod settings;
 mod stats;
 mod svg;
+mod symbolize;
 mod text;
 mod workload;
 

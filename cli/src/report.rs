@@ -1,69 +1,115 @@
-//! `spinmutex report`: summarise a JSON trace written by the library
-//! (`SPINMUTEX_TRACE_FORMAT=json`): per strategy and per mutex, event counts, how
-//! contended acquisitions ended, wait-time statistics and log2 histograms of waits and
-//! spins, as text and optionally as an SVG chart.
+//! `spinmutex report`: read what the library wrote and say which lock is hot.
 //!
-//! The trace is JSON Lines, one flat object per event. Unknown events and keys are
-//! counted or ignored; lines that are not JSON objects are counted as malformed.
+//! Two kinds of input, told apart line by line (both are JSON Lines):
+//!
+//! * statistics reports (`SPINMUTEX_STATS=json`, one object per process): each
+//!   process's report in mutrace's columns with every call site named from the files on
+//!   this machine (see [`crate::lockstats`] and [`crate::symbolize`]);
+//! * trace events (`SPINMUTEX_TRACE_FORMAT=json`): per process, per strategy and per
+//!   mutex, event counts, how contended acquisitions ended, wait-time statistics and
+//!   log2 histograms of waits and spins, saying which events the recorded level leaves
+//!   out.
+//!
+//! Several files and globs may be given; for each FILE its `FILE.<pid>` siblings (the
+//! traces of forked children) are read too. `--json` writes one JSON document and
+//! `--svg` a chart. Unknown events and keys are counted or ignored; lines that are
+//! neither are counted as malformed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::lockstats::{self, ProcessReport};
 use crate::svg::{self, colour, escape, Layout};
+use crate::symbolize::{self, Resolver};
 use crate::text::{duration_ns, short_count, Table};
 use crate::Failure;
 
-/// Summarise a JSON trace of the library
+/// Summarise what the library recorded: statistics reports and traces
 #[derive(Args, Debug, PartialEq)]
-#[command(long_about = "Summarise a JSON trace of the library.\n\n\
-    FILE is a trace written with SPINMUTEX_TRACE=trace SPINMUTEX_TRACE_FORMAT=json (one JSON \
-    object per line; `-` reads standard input). The report gives, per strategy and for the \
-    mutexes with the most contended acquisitions: event counts, how acquisitions ended \
-    (spin, sleep, handoff), mean/p50/p99/max wait, spin give-up reasons, and log2 \
-    histograms of wait times and of spins per contended acquisition. Malformed lines are \
-    counted and reported; unknown events are counted.")]
+#[command(long_about = "Summarise what the library recorded: statistics reports and traces.\n\n\
+    Each FILE holds JSON lines written by the library: statistics reports \
+    (SPINMUTEX_STATS=json, one per process) and/or trace events \
+    (SPINMUTEX_TRACE_FORMAT=json). Globs are expanded (quote them to let this command \
+    do it), and for each FILE its FILE.<pid> siblings, the traces of forked children, are \
+    read too; `-` reads standard input.\n\n\
+    A statistics report is shown per process in mutrace's columns: lock classes first \
+    (the locks made, or first locked, at one call stack), hottest first, each with its \
+    hottest live locks, then the other classes, locks of unknown class, the overflow and \
+    the totals, which the rows add up to. Every call site is named (function+offset, \
+    file:line) from the files on this machine: the module's own symbols and DWARF, its \
+    .gnu_debuglink, and the debug directories (/usr/lib/debug and --debug-dir) by \
+    build-id. A module whose file is another build than the one that ran is not read.\n\n\
+    A trace is summarised per process, per strategy and per mutex: event counts, how \
+    contended acquisitions ended (spin, sleep, handoff), mean/p50/p99/max wait, spin \
+    give-ups (or that the recorded level does not record them) and log2 histograms of \
+    wait times and spins.")]
 pub struct ReportArgs {
-    /// The trace file; `-` reads standard input
-    #[arg(value_name = "FILE")]
-    pub file: String,
+    /// Statistics or trace files (JSON lines); globs are expanded, FILE.<pid> siblings
+    /// are read too; `-` reads standard input
+    #[arg(value_name = "FILE", required = true, num_args = 1..)]
+    pub files: Vec<String>,
 
-    /// Also write a chart (wait-time and spins histograms per strategy, hottest
-    /// mutexes) as SVG to OUT
+    /// Write one JSON document (the reports with their call sites named, and the trace
+    /// summary) instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write a chart as SVG to OUT: wait-time and spins histograms per strategy,
+    /// the hottest mutexes and the hottest lock classes, by call site
     #[arg(long, value_name = "OUT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub svg: Option<String>,
 
-    /// List the N mutexes with most contended acquisitions
+    /// List the N hottest mutexes of a trace and the N hottest classes of each report
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub top: u64,
 
     /// Draw histogram bars with '#' instead of block characters
     #[arg(long)]
     pub ascii: bool,
+
+    /// Also look for debug files under DIR (as /usr/lib/debug: DIR/.build-id/xx/rest.debug
+    /// and DIR/<module's directory>/<debuglink>); repeatable
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dirs: Vec<PathBuf>,
 }
 
 pub fn main(a: ReportArgs) -> Result<u8, Failure> {
-    let mut trace = Trace::default();
-    let read = if a.file == "-" {
-        trace.read(std::io::stdin().lock())
+    let inputs = expand(&a.files).map_err(Failure::Runtime)?;
+    let mut loaded = Loaded::default();
+    for input in &inputs {
+        match input {
+            Source::Stdin => loaded.read("-", std::io::stdin().lock()),
+            Source::File(path) => {
+                let f = std::fs::File::open(path)
+                    .map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", path.display())))?;
+                loaded.read(&path.display().to_string(), BufReader::new(f))
+            }
+        }
+        .map_err(|e| Failure::Runtime(format!("cannot read {input}: {e}")))?;
+    }
+    let mut dirs = vec![PathBuf::from(symbolize::DEFAULT_DEBUG_DIR)];
+    dirs.extend(a.debug_dirs.iter().cloned());
+    loaded.resolve(&mut Resolver::new(dirs), a.top as usize);
+    let out = if a.json {
+        let mut s = serde_json::to_string_pretty(&loaded.json())
+            .map_err(|e| Failure::Runtime(format!("cannot write JSON: {e}")))?;
+        s.push('\n');
+        s
     } else {
-        let f = std::fs::File::open(&a.file)
-            .map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", a.file)))?;
-        trace.read(BufReader::new(f))
+        loaded.render_text(a.top as usize, a.ascii)
     };
-    read.map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", a.file)))?;
-    let text = render_text(&trace, &a.file, a.top as usize, a.ascii);
-    if let Some(out) = &a.svg {
-        let out = PathBuf::from(out);
-        std::fs::write(&out, render_svg(&trace, &a.file))
-            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", out.display())))?;
+    if let Some(path) = &a.svg {
+        std::fs::write(path, loaded.render_svg())
+            .map_err(|e| Failure::Runtime(format!("cannot write {path}: {e}")))?;
     }
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
         Ok(()) => {}
         // `spinmutex report t.json | head` is fine.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
@@ -73,6 +119,266 @@ pub fn main(a: ReportArgs) -> Result<u8, Failure> {
         eprintln!("spinmutex report: wrote {out}");
     }
     Ok(0)
+}
+
+// ---------------------------------------------------------------- inputs
+
+/// Where lines come from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    Stdin,
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Stdin => f.write_str("standard input"),
+            Source::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// The files named on the command line: globs expanded, each file followed by its
+/// `FILE.<pid>` siblings (in pid order), nothing twice.
+pub fn expand(args: &[String]) -> Result<Vec<Source>, String> {
+    let mut out: Vec<Source> = Vec::new();
+    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut push = |p: PathBuf, out: &mut Vec<Source>| {
+        let key = p.canonicalize().unwrap_or_else(|_| p.clone());
+        if seen.insert(key) {
+            out.push(Source::File(p));
+        }
+    };
+    for arg in args {
+        if arg == "-" {
+            if !out.contains(&Source::Stdin) {
+                out.push(Source::Stdin);
+            }
+            continue;
+        }
+        let path = PathBuf::from(arg);
+        let mut files = Vec::new();
+        if path.exists() {
+            files.push(path.clone());
+        } else if arg.contains(['*', '?', '[']) {
+            let matches = glob::glob(arg).map_err(|e| format!("bad pattern {arg}: {e}"))?;
+            files.extend(matches.filter_map(Result::ok).filter(|p| p.is_file()));
+            if files.is_empty() {
+                return Err(format!("no file matches {arg}"));
+            }
+        }
+        let mut any = !files.is_empty();
+        for f in files {
+            let kids = siblings(&f);
+            push(f, &mut out);
+            for k in kids {
+                push(k, &mut out);
+            }
+        }
+        if !path.exists() && !arg.contains(['*', '?', '[']) {
+            // The parent may never have written its own file: its children's still count.
+            for k in siblings(&path) {
+                any = true;
+                push(k, &mut out);
+            }
+        }
+        if !any {
+            return Err(format!("cannot read {arg}: no such file"));
+        }
+    }
+    Ok(out)
+}
+
+/// `FILE.<pid>` beside `file`, in pid order.
+fn siblings(file: &Path) -> Vec<PathBuf> {
+    let Some(name) = file.file_name().and_then(|n| n.to_str()) else { return Vec::new() };
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let prefix = format!("{name}.");
+    let mut kids: Vec<(u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            let pid = n.strip_prefix(&prefix)?;
+            if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some((pid.parse().ok()?, file.with_file_name(&n)))
+        })
+        .collect();
+    kids.sort();
+    kids.into_iter().map(|(_, p)| p).collect()
+}
+
+/// What one input held.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Input {
+    pub file: String,
+    pub lines: u64,
+    pub events: u64,
+    pub reports: usize,
+    pub malformed: u64,
+    /// The processes whose events or reports it holds.
+    pub pids: BTreeSet<u64>,
+}
+
+/// Everything read: statistics reports and a trace.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub inputs: Vec<Input>,
+    pub reports: Vec<ProcessReport>,
+    pub trace: Trace,
+}
+
+impl Loaded {
+    /// Reads every line of one input; only an I/O error fails.
+    pub fn read(&mut self, name: &str, mut r: impl BufRead) -> std::io::Result<()> {
+        let mut input = Input { file: name.to_string(), ..Input::default() };
+        self.trace.begin_file(name);
+        let malformed_before = self.trace.malformed;
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if r.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            input.lines += 1;
+            let Ok(line) = std::str::from_utf8(&buf) else {
+                self.trace.skip_line("not UTF-8".to_string());
+                continue;
+            };
+            if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line.trim()) {
+                if lockstats::is_report(&map) {
+                    self.trace.lines += 1;
+                    self.trace.file_lines += 1;
+                    match ProcessReport::from_map(map) {
+                        Ok(mut report) => {
+                            report.file = Some(name.to_string());
+                            input.pids.insert(report.pid);
+                            input.reports += 1;
+                            self.reports.push(report);
+                        }
+                        Err(why) => {
+                            let lineno = self.trace.file_lines;
+                            self.trace.malformed(lineno, why);
+                        }
+                    }
+                    continue;
+                }
+            }
+            let before = self.trace.events;
+            if let Some(pid) = self.trace.add_line(line) {
+                input.pids.insert(pid);
+            }
+            input.events += self.trace.events - before;
+        }
+        input.malformed = self.trace.malformed - malformed_before;
+        self.inputs.push(input);
+        Ok(())
+    }
+
+    /// Names the call sites of every report, keeps its `top` classes, and lets the
+    /// trace label mutexes by the classes the reports list them under.
+    pub fn resolve(&mut self, resolver: &mut Resolver, top: usize) {
+        for r in &mut self.reports {
+            r.keep_top(top);
+            r.resolve(resolver);
+            for c in &r.classes {
+                for i in &c.instances {
+                    if let Some(m) = &i.mutex {
+                        self.trace.sites.insert((r.pid, m.clone()), c.site());
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn render_text(&self, top: usize, ascii: bool) -> String {
+        let mut out = String::new();
+        if self.inputs.len() > 1 || (self.reports.is_empty() && self.trace.events == 0) {
+            let _ = writeln!(
+                out,
+                "read {} file{}:",
+                self.inputs.len(),
+                if self.inputs.len() == 1 { "" } else { "s" }
+            );
+            for i in &self.inputs {
+                let mut what = Vec::new();
+                if i.reports > 0 {
+                    what.push(format!(
+                        "{} statistics report{}",
+                        i.reports,
+                        if i.reports == 1 { "" } else { "s" }
+                    ));
+                }
+                if i.events > 0 || i.reports == 0 {
+                    what.push(format!("{} event{}", i.events, if i.events == 1 { "" } else { "s" }));
+                }
+                if i.malformed > 0 {
+                    what.push(format!(
+                        "{} malformed line{}",
+                        i.malformed,
+                        if i.malformed == 1 { "" } else { "s" }
+                    ));
+                }
+                let pids: Vec<String> = i.pids.iter().map(u64::to_string).collect();
+                if !pids.is_empty() {
+                    what.push(format!("pid {}", pids.join(", ")));
+                }
+                let _ = writeln!(out, "  {}: {}", i.file, what.join(", "));
+            }
+            out.push('\n');
+        }
+        for (i, r) in self.reports.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&lockstats::render_text(r));
+        }
+        out.push_str(&lockstats::render_names_note(&self.reports));
+        if self.trace.events > 0 || self.reports.is_empty() {
+            if !self.reports.is_empty() {
+                out.push('\n');
+            }
+            let files: Vec<&str> = self.inputs.iter().map(|i| i.file.as_str()).collect();
+            out.push_str(&render_text(&self.trace, &files.join(", "), top, ascii));
+        }
+        out
+    }
+
+    pub fn json(&self) -> JsonReport<'_> {
+        let missing = lockstats::unnamed_modules(&self.reports);
+        JsonReport {
+            inputs: &self.inputs,
+            how_to_get_names: (!missing.is_empty()).then(symbolize::how_to_get_names),
+            names_missing: missing,
+            statistics: &self.reports,
+            trace: (self.trace.events > 0 || self.trace.malformed > 0).then(|| TraceJson::of(&self.trace)),
+        }
+    }
+
+    pub fn render_svg(&self) -> String {
+        let files: Vec<&str> = self.inputs.iter().map(|i| i.file.as_str()).collect();
+        render_svg_all(&self.trace, &self.reports, &files.join(", "))
+    }
+}
+
+/// `report --json`: the inputs, the statistics reports with their call sites named,
+/// the modules that gave no names, and the trace summary.
+#[derive(Serialize)]
+pub struct JsonReport<'a> {
+    pub inputs: &'a [Input],
+    pub statistics: &'a [ProcessReport],
+    /// Module → why some of its frames are not named.
+    pub names_missing: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub how_to_get_names: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceJson>,
 }
 
 // ---------------------------------------------------------------- one JSON line
@@ -277,8 +583,8 @@ pub struct Trace {
     pub lines: u64,
     pub events: u64,
     pub malformed: u64,
-    /// Line numbers and reasons of the first few malformed lines.
-    pub malformed_examples: Vec<(u64, String)>,
+    /// File, line number and reason of the first few malformed lines.
+    pub malformed_examples: Vec<(String, u64, String)>,
     pub unknown_events: BTreeMap<String, u64>,
     /// Events the writer says it dropped.
     pub dropped: u64,
@@ -287,9 +593,21 @@ pub struct Trace {
     pub pids: BTreeSet<u64>,
     pub by_strategy: BTreeMap<String, Stats>,
     pub by_mutex: HashMap<MutexKey, Stats>,
+    pub by_pid: BTreeMap<u64, Stats>,
+    /// Events by their `level` (TRACE, DEBUG, WARN).
+    pub levels: BTreeMap<String, u64>,
+    /// The call site of a mutex (pid, address), from the statistics reports read with
+    /// the trace.
+    pub sites: HashMap<(u64, String), String>,
+    /// The file being read, and lines read from it so far.
+    pub file: String,
+    pub file_lines: u64,
 }
 
 const MALFORMED_EXAMPLES: usize = 5;
+
+/// The events the library records only at `trace` level.
+pub const TRACE_LEVEL_EVENTS: &[&str] = &["spin_give_up", "sleep", "wake", "handoff_request"];
 
 impl Trace {
     /// Reads a whole trace; only an I/O error fails.
@@ -301,59 +619,94 @@ impl Trace {
                 return Ok(());
             }
             match std::str::from_utf8(&buf) {
-                Ok(line) => self.add_line(line),
-                Err(_) => {
-                    self.lines += 1;
-                    self.malformed(self.lines, "not UTF-8".to_string());
+                Ok(line) => {
+                    self.add_line(line);
                 }
+                Err(_) => self.skip_line("not UTF-8".to_string()),
             }
         }
     }
 
-    fn malformed(&mut self, lineno: u64, why: String) {
+    /// Lines from now on come from `file`.
+    pub fn begin_file(&mut self, file: &str) {
+        self.file = file.to_string();
+        self.file_lines = 0;
+    }
+
+    /// Counts a line that cannot be read as malformed.
+    pub fn skip_line(&mut self, why: String) {
+        self.lines += 1;
+        self.file_lines += 1;
+        self.malformed(self.file_lines, why);
+    }
+
+    pub fn malformed(&mut self, lineno: u64, why: String) {
         self.malformed += 1;
         if self.malformed_examples.len() < MALFORMED_EXAMPLES {
-            self.malformed_examples.push((lineno, why));
+            self.malformed_examples.push((self.file.clone(), lineno, why));
         }
     }
 
-    /// Adds one line of the trace. Blank lines are skipped.
-    pub fn add_line(&mut self, line: &str) {
+    /// Adds one line of the trace; returns the event's pid. Blank lines are skipped.
+    pub fn add_line(&mut self, line: &str) -> Option<u64> {
         self.lines += 1;
+        self.file_lines += 1;
         let line = line.trim();
         if line.is_empty() {
-            return;
+            return None;
         }
         let r = match parse_line(line) {
             Ok(r) => r,
-            Err(why) => return self.malformed(self.lines, why),
+            Err(why) => {
+                self.malformed(self.file_lines, why);
+                return None;
+            }
         };
         let Some(event) = r.str("event").map(str::to_string) else {
-            return self.malformed(self.lines, "no \"event\" string".to_string());
+            self.malformed(self.file_lines, "no \"event\" string".to_string());
+            return None;
         };
         self.events += 1;
         if let Some(ts) = r.u64("ts_ns") {
             self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
             self.last_ts = Some(self.last_ts.map_or(ts, |l| l.max(ts)));
         }
-        if let Some(pid) = r.u64("pid") {
+        let pid = r.u64("pid");
+        if let Some(pid) = pid {
             self.pids.insert(pid);
+        }
+        if let Some(level) = r.str("level") {
+            *self.levels.entry(level.to_ascii_uppercase()).or_default() += 1;
         }
         if !KNOWN_EVENTS.contains(&event.as_str()) {
             *self.unknown_events.entry(event.clone()).or_default() += 1;
         }
         if event == "dropped" {
             self.dropped += r.u64("count").unwrap_or(0);
-            return;
+            return pid;
         }
         let strategy = r.str("strategy").unwrap_or("?").to_string();
         let key = MutexKey {
             mutex: r.str("mutex").unwrap_or("?").to_string(),
-            pid: r.u64("pid").unwrap_or(0),
+            pid: pid.unwrap_or(0),
             strategy: strategy.clone(),
         };
         self.by_strategy.entry(strategy).or_default().add(&event, &r);
         self.by_mutex.entry(key).or_default().add(&event, &r);
+        self.by_pid.entry(pid.unwrap_or(0)).or_default().add(&event, &r);
+        pid
+    }
+
+    /// The events the recorded level leaves out: the `trace`-level ones when the trace
+    /// has events with a level and none at TRACE (it was recorded at `debug`). None when
+    /// nothing is left out, or the trace does not say its levels.
+    pub fn omitted(&self) -> Option<&'static [&'static str]> {
+        (!self.levels.is_empty() && !self.levels.contains_key("TRACE")).then_some(TRACE_LEVEL_EVENTS)
+    }
+
+    /// The call site of a mutex, when a statistics report names it.
+    pub fn site(&self, k: &MutexKey) -> Option<&str> {
+        self.sites.get(&(k.pid, k.mutex.clone())).map(String::as_str)
     }
 
     /// Mutexes, hottest first: most contended acquisitions, then most time waited.
@@ -454,13 +807,17 @@ fn list(m: &BTreeMap<String, u64>) -> String {
     m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
 }
 
-/// Event counts with the library's events first, in a fixed order, then unknown ones.
-fn event_list(s: &Stats) -> String {
+/// Event counts with the library's events first, in a fixed order, then unknown ones;
+/// then the events the recorded level leaves out.
+fn event_list(t: &Trace, s: &Stats) -> String {
     let mut parts: Vec<String> =
         KNOWN_EVENTS.iter().filter_map(|e| s.events.get(*e).map(|c| format!("{e} {c}"))).collect();
     parts.extend(
         s.events.iter().filter(|(e, _)| !KNOWN_EVENTS.contains(&e.as_str())).map(|(e, c)| format!("{e} {c}")),
     );
+    if let Some(omitted) = t.omitted() {
+        parts.push(format!("{}: not recorded at this level", omitted.join(", ")));
+    }
     parts.join(", ")
 }
 
@@ -494,6 +851,14 @@ fn acquisition_cells(s: &Stats) -> Vec<String> {
 const ACQ_HEADER: [&str; 9] =
     ["acquired", "by spin", "by sleep", "by handoff", "mean wait", "p50", "p99", "max", "spins/acq"];
 
+/// What the trace says of `event`s at its level: "not recorded at this level" when the
+/// level leaves them out.
+fn not_recorded(t: &Trace, events: &[&str]) -> bool {
+    t.omitted().is_some_and(|o| events.iter().all(|e| o.contains(e)))
+}
+
+const NOT_RECORDED: &str = "not recorded at this level (SPINMUTEX_TRACE=trace records them)";
+
 pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "spinmutex report: {file}");
@@ -521,8 +886,8 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
             t.malformed,
             if t.malformed == 1 { "" } else { "s" }
         );
-        for (n, why) in &t.malformed_examples {
-            let _ = writeln!(out, "  line {n}: {why}");
+        for (f, n, why) in &t.malformed_examples {
+            let _ = writeln!(out, "  {f} line {n}: {why}");
         }
         if t.malformed > t.malformed_examples.len() as u64 {
             let _ = writeln!(out, "  ...");
@@ -538,10 +903,39 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
     if !t.unknown_events.is_empty() {
         let _ = writeln!(out, "unknown events (counted, not interpreted): {}", list(&t.unknown_events));
     }
+    if let Some(omitted) = t.omitted() {
+        let _ = writeln!(
+            out,
+            "recorded at level {}: {} are not recorded at this level (SPINMUTEX_TRACE=trace records them)",
+            t.levels.keys().map(|l| l.to_ascii_lowercase()).collect::<Vec<_>>().join("/"),
+            omitted.join(", ")
+        );
+    }
     if t.events == 0 {
         let _ = writeln!(out, "\nno events");
         return out;
     }
+
+    // Per process.
+    let _ = writeln!(out, "\n== By process ==\n");
+    let mut table = Table::new(1);
+    let mut h = vec!["pid".to_string(), "strategy".to_string(), "events".to_string(), "mutexes".to_string()];
+    h.extend(ACQ_HEADER.iter().map(|s| s.to_string()));
+    table.header.push(h);
+    for (pid, s) in &t.by_pid {
+        let strategies: BTreeSet<&str> =
+            t.by_mutex.keys().filter(|k| k.pid == *pid).map(|k| k.strategy.as_str()).collect();
+        let mutexes = t.by_mutex.keys().filter(|k| k.pid == *pid).count();
+        let mut row = vec![
+            pid.to_string(),
+            strategies.into_iter().collect::<Vec<_>>().join(","),
+            s.events.values().sum::<u64>().to_string(),
+            mutexes.to_string(),
+        ];
+        row.extend(acquisition_cells(s));
+        table.rows.push(row);
+    }
+    out.push_str(&table.render());
 
     // Per strategy.
     let _ = writeln!(out, "\n== By strategy (contended acquisitions) ==\n");
@@ -558,18 +952,26 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
 
     for (name, s) in &t.by_strategy {
         let _ = writeln!(out, "\n-- strategy {name} --");
-        let _ = writeln!(out, "  events: {}", event_list(s));
+        let _ = writeln!(out, "  events: {}", event_list(t, s));
         let _ = writeln!(
             out,
             "  handoffs {}, handoff requests {}, timeouts {}, forwarded {} ({} errors), threads {}",
             s.count("handoff"),
-            s.count("handoff_request"),
+            if not_recorded(t, &["handoff_request"]) {
+                "not recorded".to_string()
+            } else {
+                s.count("handoff_request").to_string()
+            },
             s.count("timeout"),
             s.count("forward"),
             s.forward_errors,
             s.threads.len()
         );
-        let _ = writeln!(out, "  spin give-ups: {}", list(&s.give_ups));
+        if not_recorded(t, &["spin_give_up"]) {
+            let _ = writeln!(out, "  spin give-ups: {NOT_RECORDED}");
+        } else {
+            let _ = writeln!(out, "  spin give-ups: {}", list(&s.give_ups));
+        }
         if s.acquired() > 0 {
             render_hist(&mut out, "wait time per contended acquisition", &s.wait_hist, wait_label, ascii);
             render_hist(&mut out, "spins per contended acquisition", &s.spin_hist, spin_label, ascii);
@@ -579,26 +981,41 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
     // Per mutex.
     let hot = t.hottest();
     let shown = hot.len().min(top);
+    let with_sites = hot.iter().take(top).any(|(k, _)| t.site(k).is_some());
     let _ = writeln!(out, "\n== Hottest mutexes ({shown} of {}, by contended acquisitions) ==\n", hot.len());
     let mut table = Table::new(4);
     let mut h: Vec<String> = ["#", "mutex", "pid", "strategy"].iter().map(|s| s.to_string()).collect();
     h.extend(ACQ_HEADER.iter().map(|s| s.to_string()));
     h.extend(["give-ups", "timeouts", "threads"].iter().map(|s| s.to_string()));
+    if with_sites {
+        h.push("call site".to_string());
+        table.left_last = 1;
+    }
     table.header.push(h);
+    let give_ups_recorded = !not_recorded(t, &["spin_give_up"]);
     for (i, (k, s)) in hot.iter().take(top).enumerate() {
         let mut row = vec![format!("{}", i + 1), k.mutex.clone(), k.pid.to_string(), k.strategy.clone()];
         row.extend(acquisition_cells(s));
-        row.push(s.count("spin_give_up").to_string());
+        row.push(if give_ups_recorded { s.count("spin_give_up").to_string() } else { "-".to_string() });
         row.push(s.count("timeout").to_string());
         row.push(s.threads.len().to_string());
+        if with_sites {
+            row.push(t.site(k).unwrap_or("-").to_string());
+        }
         table.rows.push(row);
     }
     out.push_str(&table.render());
+    if !give_ups_recorded {
+        let _ = writeln!(out, "(give-ups: {NOT_RECORDED})");
+    }
 
     for (i, (k, s)) in hot.iter().take(top).enumerate() {
-        let _ = writeln!(out, "\n-- #{} mutex {} (pid {}, {}) --", i + 1, k.mutex, k.pid, k.strategy);
-        let _ = writeln!(out, "  events: {}", event_list(s));
-        if !s.give_ups.is_empty() {
+        let site = t.site(k).map(|c| format!(", made at {c}")).unwrap_or_default();
+        let _ = writeln!(out, "\n-- #{} mutex {} (pid {}, {}{site}) --", i + 1, k.mutex, k.pid, k.strategy);
+        let _ = writeln!(out, "  events: {}", event_list(t, s));
+        if !give_ups_recorded {
+            let _ = writeln!(out, "  spin give-ups: {NOT_RECORDED}");
+        } else if !s.give_ups.is_empty() {
             let _ = writeln!(out, "  spin give-ups: {}", list(&s.give_ups));
         }
         if s.acquired() > 0 {
@@ -609,6 +1026,112 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
     out
 }
 
+// ---------------------------------------------------------------- JSON
+
+/// The trace's summary as `report --json` writes it.
+#[derive(Serialize)]
+pub struct TraceJson {
+    pub events: u64,
+    pub lines: u64,
+    pub malformed: u64,
+    pub dropped: u64,
+    pub pids: Vec<u64>,
+    /// Events by level.
+    pub levels: BTreeMap<String, u64>,
+    /// Events the recorded level does not record (so their counts say nothing).
+    pub not_recorded: Vec<&'static str>,
+    pub unknown_events: BTreeMap<String, u64>,
+    pub strategies: BTreeMap<String, StatsJson>,
+    pub processes: BTreeMap<u64, StatsJson>,
+    /// Hottest first.
+    pub mutexes: Vec<MutexJson>,
+}
+
+#[derive(Serialize)]
+pub struct StatsJson {
+    pub events: BTreeMap<String, u64>,
+    /// Contended acquisitions, and how they ended.
+    pub acquired: u64,
+    pub how: BTreeMap<String, u64>,
+    pub spins: u64,
+    pub sleeps: u64,
+    /// Null when the recorded level does not record give-ups.
+    pub give_ups: Option<BTreeMap<String, u64>>,
+    pub wait_ns: Option<WaitJson>,
+    /// (lower bound, count) of each non-empty log2 bucket.
+    pub wait_histogram: Vec<[u64; 2]>,
+    pub spin_histogram: Vec<[u64; 2]>,
+    pub threads: usize,
+}
+
+#[derive(Serialize)]
+pub struct WaitJson {
+    pub mean: f64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+#[derive(Serialize)]
+pub struct MutexJson {
+    pub mutex: String,
+    pub pid: u64,
+    pub strategy: String,
+    /// Where the mutex's class was made, when a statistics report lists it.
+    pub call_site: Option<String>,
+    #[serde(flatten)]
+    pub stats: StatsJson,
+}
+
+fn buckets(h: &Hist) -> Vec<[u64; 2]> {
+    h.0.iter().enumerate().filter(|(_, c)| **c > 0).map(|(k, c)| [bucket_range(k).0, *c]).collect()
+}
+
+impl StatsJson {
+    fn of(t: &Trace, s: &Stats) -> StatsJson {
+        StatsJson {
+            events: s.events.clone(),
+            acquired: s.acquired(),
+            how: s.how.clone(),
+            spins: s.spins,
+            sleeps: s.sleeps,
+            give_ups: (!not_recorded(t, &["spin_give_up"])).then(|| s.give_ups.clone()),
+            wait_ns: s.wait_summary().map(|w| WaitJson { mean: w.mean, p50: w.p50, p99: w.p99, max: w.max }),
+            wait_histogram: buckets(&s.wait_hist),
+            spin_histogram: buckets(&s.spin_hist),
+            threads: s.threads.len(),
+        }
+    }
+}
+
+impl TraceJson {
+    pub fn of(t: &Trace) -> TraceJson {
+        TraceJson {
+            events: t.events,
+            lines: t.lines,
+            malformed: t.malformed,
+            dropped: t.dropped,
+            pids: t.pids.iter().copied().collect(),
+            levels: t.levels.clone(),
+            not_recorded: t.omitted().map(<[_]>::to_vec).unwrap_or_default(),
+            unknown_events: t.unknown_events.clone(),
+            strategies: t.by_strategy.iter().map(|(k, s)| (k.clone(), StatsJson::of(t, s))).collect(),
+            processes: t.by_pid.iter().map(|(k, s)| (*k, StatsJson::of(t, s))).collect(),
+            mutexes: t
+                .hottest()
+                .into_iter()
+                .map(|(k, s)| MutexJson {
+                    mutex: k.mutex.clone(),
+                    pid: k.pid,
+                    strategy: k.strategy.clone(),
+                    call_site: t.site(k).map(str::to_string),
+                    stats: StatsJson::of(t, s),
+                })
+                .collect(),
+        }
+    }
+}
+
 // ---------------------------------------------------------------- SVG
 
 const LAYOUT: Layout =
@@ -616,8 +1139,14 @@ const LAYOUT: Layout =
 const PANEL_W: f64 = LAYOUT.panel_w;
 const PANEL_H: f64 = LAYOUT.panel_h;
 const TOP_MUTEXES_IN_SVG: usize = 10;
+/// Width of the labels left of horizontal bars.
+const LABEL_W: f64 = 480.0;
+/// Longest label (in characters) left of a bar; longer ones are cut, whole in the tooltip.
+const LABEL_CHARS: usize = 76;
 
-/// One histogram panel: bucket groups on x, one bar per strategy in each group.
+/// One histogram panel: bucket groups on x, one bar per strategy in each group. Each
+/// strategy's bars are its share of its own contended acquisitions, so a strategy with
+/// 3 shows beside one with 379.
 fn svg_hist_panel(
     s: &mut String,
     ox: f64,
@@ -641,9 +1170,18 @@ fn svg_hist_panel(
         let _ = writeln!(s, "</g>");
         return;
     };
-    let max = series.iter().flat_map(|(_, h)| h.0[lo..=hi].iter().copied()).max().unwrap_or(1) as f64;
+    let share = |h: &Hist, k: usize| -> f64 {
+        let total = h.total();
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * h.0[k] as f64 / total as f64
+        }
+    };
+    let max =
+        series.iter().flat_map(|(_, h)| (lo..=hi).map(move |k| share(h, k))).fold(0.0f64, f64::max).max(1.0);
     let ticks = svg::ticks(max);
-    plot.top = ticks.last().copied().unwrap_or(1.0).max(1.0);
+    plot.top = ticks.last().copied().unwrap_or(100.0).max(1.0);
     plot.y_grid(s, &ticks);
     let groups = hi - lo + 1;
     let gw = pw / groups as f64;
@@ -666,39 +1204,57 @@ fn svg_hist_panel(
             if c == 0 {
                 continue;
             }
+            let pct = share(h, k);
             let x = gx + gw * 0.1 + i as f64 * bw;
-            let y = plot.sy(c as f64);
+            let y = plot.sy(pct);
             let _ = writeln!(
                 s,
-                r#"<rect x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{:.1}" fill="{}"><title>{} {}: {c}</title></rect>"#,
+                r#"<rect x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{:.1}" fill="{}"><title>{} {}: {c} of {} ({pct:.1}%)</title></rect>"#,
                 (py + ph - y).max(0.5),
                 colour(name, i),
                 escape(name),
-                escape(&label(bucket_range(k).0))
+                escape(&label(bucket_range(k).0)),
+                h.total()
             );
         }
     }
-    plot.axis_labels(s, x_label, oy + PANEL_H - 6.0, "contended acquisitions", ox + 14.0);
+    plot.axis_labels(s, x_label, oy + PANEL_H - 6.0, "% of the strategy's contended acquisitions", ox + 14.0);
     let _ = writeln!(s, "</g>");
 }
 
-/// Horizontal bars: contended acquisitions of the hottest mutexes.
-fn svg_mutex_panel(s: &mut String, ox: f64, oy: f64, t: &Trace, strategies: &[&str]) {
-    let hot: Vec<(&MutexKey, &Stats)> =
-        t.hottest().into_iter().filter(|(_, st)| st.acquired() > 0).take(TOP_MUTEXES_IN_SVG).collect();
-    let label_w = 250.0;
-    // Two panels wide, the mutexes' names on the left.
-    let mut plot = LAYOUT.plot(ox + label_w - LAYOUT.left, oy, 2.0, 1.0);
-    plot.w -= label_w - LAYOUT.left + 60.0;
+/// A label cut to [`LABEL_CHARS`] characters.
+fn cut(label: &str) -> String {
+    if label.chars().count() <= LABEL_CHARS {
+        return label.to_string();
+    }
+    let mut s: String = label.chars().take(LABEL_CHARS - 1).collect();
+    s.push('…');
+    s
+}
+
+/// One bar of a horizontal bar panel.
+struct Bar {
+    label: String,
+    value: f64,
+    colour: &'static str,
+    /// Written after the bar.
+    text: String,
+    tooltip: String,
+}
+
+/// Horizontal bars, two panels wide, labels on the left.
+fn svg_bar_panel(s: &mut String, ox: f64, oy: f64, title: &str, x_label: &str, bars: &[Bar], empty: &str) {
+    let mut plot = LAYOUT.plot(ox + LABEL_W - LAYOUT.left, oy, 2.0, 1.0);
+    plot.w -= LABEL_W - LAYOUT.left + 170.0;
     let (px, py, pw, ph) = (plot.x, plot.y, plot.w, plot.h);
     let _ = writeln!(s, "<g>");
-    plot.title(s, oy + 18.0, "Hottest mutexes: contended acquisitions");
-    if hot.is_empty() {
-        plot.note(s, "no contended acquisitions");
+    plot.title(s, oy + 18.0, title);
+    if bars.is_empty() {
+        plot.note(s, empty);
         let _ = writeln!(s, "</g>");
         return;
     }
-    let max = hot.iter().map(|(_, st)| st.acquired()).max().unwrap_or(1) as f64;
+    let max = bars.iter().map(|b| b.value).fold(0.0f64, f64::max).max(1.0);
     let ticks = svg::ticks(max);
     plot.top = ticks.last().copied().unwrap_or(1.0).max(1.0);
     let sx = |v: f64| px + v / plot.top * pw;
@@ -712,49 +1268,149 @@ fn svg_mutex_panel(s: &mut String, ox: f64, oy: f64, t: &Trace, strategies: &[&s
             svg::tick_label(*tk)
         );
     }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        px + pw / 2.0,
+        py + ph + 32.0,
+        escape(x_label)
+    );
     let rh = ph / TOP_MUTEXES_IN_SVG as f64;
-    for (i, (k, st)) in hot.iter().enumerate() {
+    for (i, b) in bars.iter().take(TOP_MUTEXES_IN_SVG).enumerate() {
         let y = py + i as f64 * rh;
-        let idx = strategies.iter().position(|n| *n == k.strategy).unwrap_or(0);
-        let n = st.acquired();
-        let mean = st.wait_summary().map_or("-".to_string(), |w| fmt_ns(w.mean));
-        let who = if t.pids.len() > 1 {
-            format!("{} ({}, pid {})", k.mutex, k.strategy, k.pid)
-        } else {
-            format!("{} ({})", k.mutex, k.strategy)
-        };
         let _ = writeln!(
             s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}<title>{}</title></text>"#,
             px - 6.0,
             y + rh * 0.65,
-            escape(&who)
+            escape(&cut(&b.label)),
+            escape(&b.label)
         );
         let _ = writeln!(
             s,
-            r#"<rect x="{px:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {n} contended acquisitions, mean wait {mean}</title></rect><text x="{:.1}" y="{:.1}">{n}</text>"#,
+            r#"<rect x="{px:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}</title></rect><text x="{:.1}" y="{:.1}">{}</text>"#,
             y + rh * 0.15,
-            (sx(n as f64) - px).max(0.5),
+            (sx(b.value) - px).max(0.5),
             rh * 0.7,
-            colour(&k.strategy, idx),
-            escape(&k.mutex),
-            sx(n as f64) + 4.0,
-            y + rh * 0.65
+            b.colour,
+            escape(&b.tooltip),
+            sx(b.value) + 4.0,
+            y + rh * 0.65,
+            escape(&b.text)
         );
     }
     plot.border(s);
     let _ = writeln!(s, "</g>");
 }
 
-/// The chart: wait-time and spins histograms per strategy, and the hottest mutexes.
-pub fn render_svg(t: &Trace, file: &str) -> String {
+/// The trace's hottest mutexes, labelled by the call site of their class when a
+/// statistics report names it, else by address.
+fn mutex_bars(t: &Trace, strategies: &[&str]) -> Vec<Bar> {
+    let several = t.pids.len() > 1;
+    t.hottest()
+        .into_iter()
+        .filter(|(_, st)| st.acquired() > 0)
+        .take(TOP_MUTEXES_IN_SVG)
+        .map(|(k, st)| {
+            let idx = strategies.iter().position(|n| *n == k.strategy).unwrap_or(0);
+            let n = st.acquired();
+            let mean = st.wait_summary().map_or("-".to_string(), |w| fmt_ns(w.mean));
+            let label = t.site(k).map_or_else(|| format!("mutex {}", k.mutex), str::to_string);
+            let text = if several {
+                format!("{n} ({}, pid {})", k.strategy, k.pid)
+            } else {
+                format!("{n} ({})", k.strategy)
+            };
+            Bar {
+                label,
+                value: n as f64,
+                colour: colour(&k.strategy, idx),
+                text,
+                tooltip: format!(
+                    "mutex {} (pid {}): {n} contended acquisitions, mean wait {mean}",
+                    k.mutex, k.pid
+                ),
+            }
+        })
+        .collect()
+}
+
+/// The statistics reports' hottest classes, by contended acquisitions, labelled by
+/// call site.
+fn class_bars(reports: &[ProcessReport]) -> Vec<Bar> {
+    let several = reports.len() > 1;
+    let mut all: Vec<(&ProcessReport, &lockstats::Class)> =
+        reports.iter().flat_map(|r| r.classes.iter().map(move |c| (r, c))).collect();
+    all.sort_by(|a, b| {
+        (b.1.counters.contended, b.1.counters.wait_ns_total, b.1.counters.locked).cmp(&(
+            a.1.counters.contended,
+            a.1.counters.wait_ns_total,
+            a.1.counters.locked,
+        ))
+    });
+    all.into_iter()
+        .take(TOP_MUTEXES_IN_SVG)
+        .map(|(r, c)| {
+            let k = &c.counters;
+            let wait = fmt_ns(k.wait_ns_total as f64);
+            let text = if several {
+                format!("{} (wait {wait}; {}, pid {})", k.contended, r.strategy, r.pid)
+            } else {
+                format!("{} (wait {wait})", k.contended)
+            };
+            Bar {
+                label: c.site(),
+                value: k.contended as f64,
+                colour: colour(&r.strategy, 0),
+                text,
+                tooltip: format!(
+                    "pid {} class #{} ({} {}): {} of {} acquisitions contended, wait {} in all; {}",
+                    r.pid,
+                    c.rank,
+                    c.mutexes,
+                    c.kind,
+                    k.contended,
+                    k.locked,
+                    fmt_ns(k.wait_ns_total as f64),
+                    c.made_at()
+                ),
+            }
+        })
+        .collect()
+}
+
+/// The chart: for a trace, wait-time and spins histograms per strategy and the hottest
+/// mutexes; for statistics reports, the hottest lock classes.
+pub fn render_svg_all(t: &Trace, reports: &[ProcessReport], file: &str) -> String {
     let width = 2.0 * PANEL_W + 20.0;
     let header = 70.0;
-    let height = header + 2.0 * PANEL_H + 10.0;
+    let trace_rows = if t.events > 0 || reports.is_empty() { 2.0 } else { 0.0 };
+    let report_rows = if reports.is_empty() { 0.0 } else { 1.0 };
+    let height = header + (trace_rows + report_rows) * PANEL_H + 10.0;
     let strategies: Vec<&str> = t.by_strategy.keys().map(String::as_str).collect();
     let acquired: u64 = t.by_strategy.values().map(Stats::acquired).sum();
-    let mut sub =
-        format!("{} events, {} contended acquisitions, {} mutexes", t.events, acquired, t.by_mutex.len());
+    let mut sub = String::new();
+    if trace_rows > 0.0 {
+        let _ = write!(
+            sub,
+            "{} events, {} contended acquisitions, {} mutexes",
+            t.events,
+            acquired,
+            t.by_mutex.len()
+        );
+    }
+    if !reports.is_empty() {
+        let contended: u64 = reports.iter().map(|r| r.totals.counters.contended).sum();
+        if !sub.is_empty() {
+            sub.push_str("; ");
+        }
+        let _ = write!(
+            sub,
+            "statistics of {} process{}: {contended} contended acquisitions",
+            reports.len(),
+            if reports.len() == 1 { "" } else { "es" }
+        );
+    }
     if t.malformed > 0 {
         let _ = write!(sub, ", {} malformed lines skipped", t.malformed);
     }
@@ -764,44 +1420,77 @@ pub fn render_svg(t: &Trace, file: &str) -> String {
     let mut s = svg::document_start(width, height, &format!("spinmutex report: {file}"), &sub);
     let mut lx = 10.0;
     for (i, name) in strategies.iter().enumerate() {
+        let n = t.by_strategy[*name].acquired();
+        let text = format!("{name} ({n} contended)");
         let _ = writeln!(
             s,
             r#"<rect x="{lx:.1}" y="49" width="12" height="12" fill="{}"/><text x="{:.1}" y="59">{}</text>"#,
             colour(name, i),
             lx + 17.0,
-            escape(name)
+            escape(&text)
         );
-        lx += 40.0 + 7.0 * name.chars().count() as f64;
+        lx += 30.0 + 6.5 * text.chars().count() as f64;
     }
-    let waits: Vec<(&str, &Hist)> = t.by_strategy.iter().map(|(n, st)| (n.as_str(), &st.wait_hist)).collect();
-    let spins: Vec<(&str, &Hist)> = t.by_strategy.iter().map(|(n, st)| (n.as_str(), &st.spin_hist)).collect();
-    svg_hist_panel(
-        &mut s,
-        10.0,
-        header,
-        "Wait time per contended acquisition",
-        "wait (log2 buckets)",
-        &waits,
-        |v| {
-            if v == 0 {
-                "0".to_string()
-            } else {
-                short_ns(v)
-            }
-        },
-    );
-    svg_hist_panel(
-        &mut s,
-        10.0 + PANEL_W,
-        header,
-        "Spins per contended acquisition",
-        "pause iterations (log2 buckets)",
-        &spins,
-        short_count,
-    );
-    svg_mutex_panel(&mut s, 10.0, header + PANEL_H, t, &strategies);
+    let mut y = header;
+    if trace_rows > 0.0 {
+        let waits: Vec<(&str, &Hist)> =
+            t.by_strategy.iter().map(|(n, st)| (n.as_str(), &st.wait_hist)).collect();
+        let spins: Vec<(&str, &Hist)> =
+            t.by_strategy.iter().map(|(n, st)| (n.as_str(), &st.spin_hist)).collect();
+        svg_hist_panel(
+            &mut s,
+            10.0,
+            y,
+            "Wait time per contended acquisition",
+            "wait (log2 buckets)",
+            &waits,
+            |v| {
+                if v == 0 {
+                    "0".to_string()
+                } else {
+                    short_ns(v)
+                }
+            },
+        );
+        svg_hist_panel(
+            &mut s,
+            10.0 + PANEL_W,
+            y,
+            "Spins per contended acquisition",
+            "pause iterations (log2 buckets)",
+            &spins,
+            short_count,
+        );
+        y += PANEL_H;
+        svg_bar_panel(
+            &mut s,
+            10.0,
+            y,
+            "Hottest mutexes: contended acquisitions (by call site where a statistics report names it)",
+            "contended acquisitions",
+            &mutex_bars(t, &strategies),
+            "no contended acquisitions",
+        );
+        y += PANEL_H;
+    }
+    if !reports.is_empty() {
+        svg_bar_panel(
+            &mut s,
+            10.0,
+            y,
+            "Hottest lock classes: contended acquisitions, by call site",
+            "contended acquisitions",
+            &class_bars(reports),
+            "no lock class was contended",
+        );
+    }
     s.push_str("</svg>\n");
     s
+}
+
+/// The trace's chart alone.
+pub fn render_svg(t: &Trace, file: &str) -> String {
+    render_svg_all(t, &[], file)
 }
 
 #[cfg(test)]
@@ -925,7 +1614,7 @@ mod tests {
         assert_eq!(t.lines, 10);
         assert_eq!(t.events, 8);
         assert_eq!(t.malformed, 1);
-        assert_eq!(t.malformed_examples[0].0, 8);
+        assert_eq!(t.malformed_examples[0].1, 8);
         assert_eq!(t.dropped, 7);
         assert_eq!(t.unknown_events.get("teleport"), Some(&1));
         let spin = &t.by_strategy["spin"];
@@ -948,6 +1637,40 @@ mod tests {
     }
 
     #[test]
+    fn charts_normalise_per_strategy_and_label_by_call_site() {
+        let mut l = Loaded::default();
+        let mut text = String::new();
+        for i in 0..379 {
+            let _ = writeln!(
+                text,
+                r#"{{"pid":5,"tid":{},"strategy":"spin","level":"TRACE","mutex":"0xbeef","event":"acquired","how":"spin","spins":8,"sleeps":0,"wait_ns":100}}"#,
+                i % 4
+            );
+        }
+        for _ in 0..3 {
+            text.push_str(r#"{"pid":6,"tid":1,"strategy":"futex","level":"TRACE","mutex":"0xf00d","event":"acquired","how":"sleep","spins":0,"sleeps":1,"wait_ns":9000}"#);
+            text.push('\n');
+        }
+        text.push_str(
+            r#"{"pid":5,"strategy":"spin","classes":[{"rank":1,"origin":"init","type":"normal","mutexes":1,"live":1,"counters":{"locked":400,"contended":379},"frames":[{"module":"/nonexistent/app","offset":"0x10","symbol":"make_queue","symbol_offset":"0x4"}],"instances":[{"mutex":"0xbeef","type":"normal","counters":{"locked":400,"contended":379}}]}],"totals":{"mutexes":1,"live":1,"counters":{"locked":400,"contended":379}}}"#,
+        );
+        text.push('\n');
+        l.read("t.json", text.as_bytes()).unwrap();
+        assert_eq!((l.trace.events, l.reports.len()), (382, 1));
+        l.resolve(&mut Resolver::new(vec![]), 20);
+        let svg = l.render_svg();
+        // Each strategy's bars are shares of its own acquisitions: 3 of 3 is 100%.
+        assert!(svg.contains("futex 8.2µs: 3 of 3 (100.0%)"), "{svg}");
+        assert!(svg.contains("spin 64ns: 379 of 379 (100.0%)"), "{svg}");
+        // The hot mutex and the class are labelled by call site, not address.
+        assert!(svg.contains(">make_queue+0x4 [dladdr]<title>"), "{svg}");
+        assert!(svg.contains("Hottest lock classes"), "{svg}");
+        assert!(svg.contains(">mutex 0xf00d<title>"), "an unnamed mutex keeps its address: {svg}");
+        let text = l.render_text(20, false);
+        assert!(text.contains("made at make_queue+0x4 [dladdr]"), "{text}");
+    }
+
+    #[test]
     fn empty_trace_says_so() {
         let t = Trace::default();
         assert!(render_text(&t, "e.json", 20, false).contains("no events"));
@@ -961,16 +1684,75 @@ mod tests {
 
     #[test]
     fn arguments() {
-        let a = parse(&["t.json", "--svg", "o.svg", "--top=3", "--ascii"]).unwrap();
-        assert_eq!(a, ReportArgs { file: "t.json".into(), svg: Some("o.svg".into()), top: 3, ascii: true });
-        assert_eq!(parse(&["--", "-"]).unwrap().file, "-");
-        assert_eq!(parse(&["-"]).unwrap().file, "-");
+        let a = parse(&["t.json", "--svg", "o.svg", "--top=3", "--ascii", "--json", "--debug-dir", "/d"])
+            .unwrap();
+        assert_eq!(
+            a,
+            ReportArgs {
+                files: vec!["t.json".into()],
+                svg: Some("o.svg".into()),
+                top: 3,
+                ascii: true,
+                json: true,
+                debug_dirs: vec![PathBuf::from("/d")],
+            }
+        );
+        assert_eq!(parse(&["--", "-"]).unwrap().files, ["-"]);
+        assert_eq!(parse(&["-"]).unwrap().files, ["-"]);
+        assert_eq!(parse(&["a", "b", "c*"]).unwrap().files, ["a", "b", "c*"]);
         assert!(parse(&[]).is_err());
-        assert!(parse(&["a", "b"]).is_err());
         assert!(parse(&["a", "--svg"]).is_err());
         assert!(parse(&["a", "--svg", ""]).is_err());
         assert!(parse(&["a", "--top", "0"]).is_err());
         assert!(parse(&["a", "--bogus"]).is_err());
+    }
+
+    #[test]
+    fn expands_globs_and_finds_children_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        for n in ["t.json", "t.json.12", "t.json.3", "t.json.x", "t.json.12.bak", "u.json"] {
+            std::fs::write(p(n), "").unwrap();
+        }
+        let files = |v: Vec<Source>| -> Vec<String> {
+            v.into_iter()
+                .map(|s| match s {
+                    Source::File(f) => f.file_name().unwrap().to_string_lossy().into_owned(),
+                    Source::Stdin => "-".into(),
+                })
+                .collect()
+        };
+        let t = p("t.json").display().to_string();
+        assert_eq!(files(expand(std::slice::from_ref(&t)).unwrap()), ["t.json", "t.json.3", "t.json.12"]);
+        // Named twice, or by a glob as well: each file once.
+        let glob = p("*.json").display().to_string();
+        assert_eq!(
+            files(expand(&[glob, t.clone(), "-".into()]).unwrap()),
+            ["t.json", "t.json.3", "t.json.12", "u.json", "-"]
+        );
+        // The parent's own file is missing: its children still count.
+        std::fs::remove_file(p("t.json")).unwrap();
+        assert_eq!(files(expand(&[t]).unwrap()), ["t.json.3", "t.json.12"]);
+        assert!(expand(&[p("none.json").display().to_string()]).is_err());
+        assert!(expand(&[p("none*.json").display().to_string()]).is_err());
+    }
+
+    #[test]
+    fn a_debug_level_trace_says_what_it_does_not_record() {
+        let mut t = Trace::default();
+        t.add_line(r#"{"pid":1,"tid":2,"strategy":"spin","level":"DEBUG","mutex":"0xa","event":"acquired","how":"sleep","spins":9,"sleeps":1,"wait_ns":100}"#);
+        assert_eq!(t.omitted(), Some(TRACE_LEVEL_EVENTS));
+        let text = render_text(&t, "t.json", 20, false);
+        assert!(text.contains("spin give-ups: not recorded at this level"), "{text}");
+        assert!(!text.contains("spin give-ups: none"), "{text}");
+        assert!(text.contains("recorded at level debug"), "{text}");
+        let json = serde_json::to_value(TraceJson::of(&t)).unwrap();
+        assert_eq!(json["not_recorded"][0], "spin_give_up");
+        assert!(json["strategies"]["spin"]["give_ups"].is_null());
+        // One TRACE-level event: give-ups are recorded, and none happened.
+        t.add_line(r#"{"pid":1,"tid":2,"strategy":"spin","level":"TRACE","mutex":"0xa","event":"wake"}"#);
+        assert_eq!(t.omitted(), None);
+        assert!(render_text(&t, "t.json", 20, false).contains("spin give-ups: none"));
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! `spinmutex run`: run a command with the library preloaded.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Args;
-use spinmutex_names::{self as names, Strategy};
+use spinmutex_names::{self as names, Stats, Strategy};
 
 use crate::library::{self, parse_arm, Arm};
+use crate::report;
 use crate::settings::{self, Expected, LibSettings};
+use crate::symbolize::Resolver;
 use crate::{child, handshake, Failure};
 
 /// Run a command with libspinmutex.so preloaded
@@ -19,7 +21,13 @@ use crate::{child, handshake, Failure};
     forwarded to it. A CMD that cannot be started gives 127 (not found) or 126.\n\n\
     Every process of CMD that loads the library reports it; when none does (a static or \
     setuid program, or one that clears LD_PRELOAD), or the settings it reports are not the \
-    ones asked for, run says so and exits with 1 (or CMD's own non-zero status).")]
+    ones asked for, run says so and exits with 1 (or CMD's own non-zero status).\n\n\
+    With --stats (or --stats=text, --stats=json) the library writes its statistics as JSON \
+    to a file of this command's (or to --stats-file, which is kept), and when CMD has exited \
+    run prints every process's report on standard error, with each call site named \
+    (function+offset, file:line) from the files on this machine, as `spinmutex report` \
+    does; --stats=json prints it as `spinmutex report --json` does. Only processes that \
+    locked a mutex have a report.")]
 pub struct RunArgs {
     /// The strategy: glibc, futex, spin; `none` runs CMD without the library
     /// [SPINMUTEX_STRATEGY; default: the environment's, else spin]
@@ -39,7 +47,13 @@ pub struct RunArgs {
 }
 
 pub fn main(a: RunArgs) -> Result<u8, Failure> {
-    let env = a.settings.env();
+    let mut env = a.settings.env();
+    // --stats: the library writes JSON to a file, and this command reports it.
+    let stats = a.settings.stats.as_ref().map(|g| g.value).filter(|s| *s != Stats::Off);
+    let stats_file = match stats {
+        Some(_) => Some(StatsFile::new(&mut env).map_err(Failure::Runtime)?),
+        None => None,
+    };
     settings::check_inherited(&env, a.strategy.is_some()).map_err(|m| Failure::Usage("run", m))?;
     let arm = match a.strategy {
         Some(arm) => arm,
@@ -75,6 +89,9 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
             eprintln!("spinmutex run: loaded in pid {} ({}): {}", e.pid, e.exe, e.describe());
         }
     }
+    if let (Some(format), Some(file)) = (stats, &stats_file) {
+        print_statistics(file, format == Stats::Json, &done.loads);
+    }
     match arm.strategy() {
         None if !done.loads.is_empty() => {
             return failed(format!(
@@ -100,4 +117,83 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
         }
     }
     Ok(status)
+}
+
+/// Where the library writes its statistics for `run --stats`: `--stats-file` (or an
+/// `-e SPINMUTEX_STATS_FILE`), kept; else a new temporary file, removed afterwards.
+struct StatsFile {
+    path: PathBuf,
+    temporary: bool,
+}
+
+impl StatsFile {
+    /// Sets the child's SPINMUTEX_STATS=json and its file in `env`.
+    fn new(env: &mut Vec<(String, String)>) -> Result<StatsFile, String> {
+        env.retain(|(k, _)| k != names::STATS.name);
+        env.push((names::STATS.name.to_string(), "json".to_string()));
+        if let Some((_, path)) = env.iter().find(|(k, _)| k == names::STATS_FILE.name) {
+            return Ok(StatsFile { path: PathBuf::from(path), temporary: false });
+        }
+        let dir = std::env::temp_dir();
+        for n in 0..100u32 {
+            let path = dir.join(format!("spinmutex-stats-{}-{n}.json", std::process::id()));
+            let created = std::fs::OpenOptions::new().write(true).create_new(true).open(&path);
+            match created {
+                Ok(_) => {
+                    env.push((names::STATS_FILE.name.to_string(), path.display().to_string()));
+                    return Ok(StatsFile { path, temporary: true });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("cannot create a statistics file in {}: {e}", dir.display())),
+            }
+        }
+        Err(format!("cannot create a statistics file in {}", dir.display()))
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for StatsFile {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Prints, on standard error, the statistics reports in `file` of the processes that
+/// loaded the library in this run, with their call sites named.
+fn print_statistics(stats: &StatsFile, json: bool, loads: &[crate::Effective]) {
+    let file = stats.path();
+    let mut loaded = report::Loaded::default();
+    let read = std::fs::File::open(file)
+        .and_then(|f| loaded.read(&file.display().to_string(), std::io::BufReader::new(f)));
+    if let Err(e) = read {
+        eprintln!("spinmutex run: cannot read the statistics in {}: {e}", file.display());
+        return;
+    }
+    // A kept file may hold reports of earlier runs: only this run's processes count.
+    loaded.reports.retain(|r| loads.iter().any(|e| u64::from(e.pid) == r.pid));
+    for r in &mut loaded.reports {
+        r.exe = loads.iter().find(|e| u64::from(e.pid) == r.pid).map(|e| e.exe.clone());
+        if stats.temporary {
+            r.file = None;
+        }
+    }
+    if stats.temporary {
+        loaded.inputs.clear();
+    }
+    loaded.resolve(&mut Resolver::default(), usize::MAX);
+    if loaded.reports.is_empty() && !json {
+        eprintln!("spinmutex run: no statistics: no process of the command locked a mutex");
+        return;
+    }
+    let text = if json {
+        serde_json::to_string_pretty(&loaded.json()).map(|s| s + "\n").unwrap_or_default()
+    } else {
+        loaded.render_text(usize::MAX, false)
+    };
+    eprint!("{text}");
 }

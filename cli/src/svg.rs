@@ -1,6 +1,7 @@
 //! SVG charts: the primitives every chart uses (document, axis ticks and labels, the
-//! plot frame, colours) and the small-multiple line chart of `bench`. The histograms of
-//! `report` are drawn with the same primitives (see report.rs).
+//! plot frame, colours) and the small-multiple line chart of `bench`, whose points can
+//! carry error bars (the 95% interval of the mean over the runs). The histograms and
+//! bars of `report` are drawn with the same primitives (see report.rs).
 
 use std::fmt::Write as _;
 
@@ -187,6 +188,21 @@ pub struct Series {
     pub name: String,
     /// (x, y) points; x > 0 (log axis). Points with a non-finite y are skipped.
     pub points: Vec<(f64, f64)>,
+    /// Error bars: (x, low, high), drawn at the point of the same x.
+    pub bars: Vec<(f64, f64, f64)>,
+}
+
+impl Series {
+    /// A series of points with the 95% interval of the mean of each point's `samples`
+    /// (Student's t; none for fewer than two samples).
+    pub fn with_intervals(name: String, points: Vec<(f64, f64, Vec<f64>)>) -> Series {
+        let bars = points
+            .iter()
+            .filter_map(|(x, _, samples)| crate::stats::ci95_mean(samples).map(|(lo, hi)| (*x, lo, hi)))
+            .filter(|(_, lo, hi)| lo.is_finite() && hi.is_finite())
+            .collect();
+        Series { name, points: points.into_iter().map(|(x, y, _)| (x, y)).collect(), bars }
+    }
 }
 
 /// One panel: a title, its lines and an optional horizontal bound.
@@ -248,6 +264,19 @@ impl Chart {
             lx + 22.0,
             lx + 27.0
         );
+        if self.panels.iter().any(|p| p.series.iter().any(|se| !se.bars.is_empty())) {
+            let lx = lx + 200.0;
+            let _ = writeln!(
+                s,
+                r##"<path d="M{},50H{}M{},50V62M{},62H{}" stroke="#000" stroke-width="1.2" fill="none"/><text x="{}" y="60">95% interval of the mean</text>"##,
+                lx + 8.0,
+                lx + 14.0,
+                lx + 11.0,
+                lx + 8.0,
+                lx + 14.0,
+                lx + 22.0
+            );
+        }
         for (k, panel) in self.panels.iter().enumerate() {
             let ox = 10.0 + (k % cols) as f64 * PANEL_W;
             let oy = HEADER_H + (k / cols) as f64 * PANEL_H;
@@ -271,7 +300,7 @@ impl Chart {
         let data_max = panel
             .series
             .iter()
-            .flat_map(|se| se.points.iter().map(|p| p.1))
+            .flat_map(|se| se.points.iter().map(|p| p.1).chain(se.bars.iter().map(|b| b.2)))
             .filter(|y| y.is_finite())
             .fold(0.0f64, f64::max);
         let bound = panel.bound.filter(|b| b.is_finite() && *b > 0.0);
@@ -333,6 +362,24 @@ impl Chart {
                 .filter(|(x, y)| *x > 0.0 && y.is_finite())
                 .map(|(x, y)| (sx(x), plot.sy(y)))
                 .collect();
+            // Error bars under the points: a vertical line with caps, nudged sideways per
+            // series so that overlapping intervals stay apart.
+            let nudge = (idx as f64 - (names.len() as f64 - 1.0) / 2.0) * 3.0;
+            for (x, lo, hi) in se.bars.iter().filter(|(x, _, _)| *x > 0.0) {
+                let xp = sx(*x) + nudge;
+                let (y1, y2) = (plot.sy(lo.max(0.0)), plot.sy(*hi));
+                let _ = writeln!(
+                    s,
+                    r#"<path d="M{:.1},{y1:.1}H{:.1}M{xp:.1},{y1:.1}V{y2:.1}M{:.1},{y2:.1}H{:.1}" stroke="{c}" stroke-width="1.2" fill="none" opacity="0.75"><title>{}: 95% interval {} to {}</title></path>"#,
+                    xp - 3.0,
+                    xp + 3.0,
+                    xp - 3.0,
+                    xp + 3.0,
+                    escape(&se.name),
+                    tick_label(*lo),
+                    tick_label(*hi)
+                );
+            }
             if pts.len() > 1 {
                 let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
                 let _ = writeln!(
@@ -380,15 +427,19 @@ mod tests {
                 Panel {
                     title: "load 0".into(),
                     bound: None,
-                    series: vec![Series {
-                        name: "glibc".into(),
-                        points: vec![(1.0, 5.0), (2.0, 3.0), (8.0, f64::NAN)],
-                    }],
+                    series: vec![Series::with_intervals(
+                        "glibc".into(),
+                        vec![(1.0, 5.0, vec![4.0, 5.0, 6.0]), (2.0, 3.0, vec![3.0]), (8.0, f64::NAN, vec![])],
+                    )],
                 },
                 Panel {
                     title: "load 10".into(),
                     bound: Some(100.0),
-                    series: vec![Series { name: "spin".into(), points: vec![(1.0, 50.0), (8.0, 60.0)] }],
+                    series: vec![Series {
+                        name: "spin".into(),
+                        points: vec![(1.0, 50.0), (8.0, 60.0)],
+                        bars: vec![],
+                    }],
                 },
             ],
         };
@@ -397,5 +448,7 @@ mod tests {
         assert!(svg.contains("t &lt;1&gt;") && svg.contains("s &amp; s"));
         assert_eq!(svg.matches("<g>").count(), svg.matches("</g>").count());
         assert!(svg.contains("bound 100"));
+        // One error bar: the glibc point with three samples.
+        assert_eq!(svg.matches("95% interval ").count(), 2, "the bar and its legend:\n{svg}");
     }
 }

@@ -1,16 +1,18 @@
 //! Plain-text tables and the number formats every report shares.
 
 /// A table: header lines (each a row of cells) and rows; every column is as wide as
-/// its widest cell. The first `left` columns are left-aligned, the rest right-aligned.
+/// its widest cell. The first `left` columns and the last `left_last` are left-aligned,
+/// the rest right-aligned.
 pub struct Table {
     pub header: Vec<Vec<String>>,
     pub rows: Vec<Vec<String>>,
     pub left: usize,
+    pub left_last: usize,
 }
 
 impl Table {
     pub fn new(left: usize) -> Self {
-        Table { header: Vec::new(), rows: Vec::new(), left }
+        Table { header: Vec::new(), rows: Vec::new(), left, left_last: 0 }
     }
 
     pub fn render(&self) -> String {
@@ -30,7 +32,7 @@ impl Table {
                 if i > 0 {
                     s.push_str("  ");
                 }
-                if i < self.left {
+                if i < self.left || i + self.left_last >= ncols {
                     s.push_str(cell);
                     s.push_str(&pad);
                 } else {

@@ -196,11 +196,52 @@ fn run_preloads_the_library_and_sets_the_settings() {
          $SPINMUTEX_HANDOFF_AFTER|$SPINMUTEX_HANDOFF_WAIT|$SPINMUTEX_STATS|$EXTRA\"",
     ]);
     o.assert_success("run with settings");
-    let want = format!("{}|spin|7|2|3|4us|1|x=y", lib.display());
+    // --stats: the library writes JSON to the command's file, which run reports.
+    let want = format!("{}|spin|7|2|3|4us|json|x=y", lib.display());
     assert_eq!(o.stdout.lines().next(), Some(want.as_str()), "stderr: {}", o.stderr);
     // The library reports what it runs with.
-    for want in ["strategy=spin", "max_spinners=2", "handoff_after=3", "handoff_wait=4us", "stats=text"] {
+    for want in ["strategy=spin", "max_spinners=2", "handoff_after=3", "handoff_wait=4us", "stats=json"] {
         assert!(o.stderr.contains(want), "no {want} in:\n{}", o.stderr);
+    }
+}
+
+/// `run --stats`: the named report of every process that locked a mutex, printed on
+/// standard error after the command exits; the library's JSON file is the command's own
+/// and is removed, unless --stats-file names one to keep.
+fn run_stats_prints_the_named_report_after_exit() {
+    let program = c_test("stats_sites");
+    let tmp = scratch();
+    let mut cmd = spinmutex(&["run", "--stats", "--", "sh", "-c", "\"$0\"", program.to_str().unwrap()]);
+    cmd.env("TMPDIR", tmp.path());
+    let o = run_bounded(cmd, LIMIT);
+    o.assert_success("run --stats");
+    assert!(o.stdout.starts_with("total "), "the program's output is its own: {}", o.stdout);
+    // One report: the shell that ran the program locked nothing.
+    assert_eq!(o.stderr.matches("== Lock statistics of pid ").count(), 1, "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("({})", program.display())), "{}", o.stderr);
+    let first = o.stderr.lines().find(|l| l.starts_with("1 ")).expect("a first row");
+    assert!(first.contains("made at make_hot_lock+0x") && first.contains("(stats_sites.c:"), "{}", o.stderr);
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "run --stats left files behind: {left:?}");
+
+    // --stats=json: the same as `report --json`, names added.
+    let o = run(&["run", "--stats=json", "--", program.to_str().unwrap()]);
+    o.assert_success("run --stats=json");
+    let v: serde_json::Value =
+        serde_json::from_str(&o.stderr).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", o.stderr));
+    let r = &v["statistics"][0];
+    assert_eq!(r["exe"].as_str(), program.to_str(), "{v:#}");
+    assert_eq!(r["classes"][0]["frames"][0]["function"], "make_hot_lock", "{v:#}");
+
+    // --stats-file: kept, and only this run's reports are shown.
+    let kept = tmp.path().join("kept.json");
+    for round in 1..=2 {
+        let o =
+            run(&["run", "--stats", "--stats-file", kept.to_str().unwrap(), "--", program.to_str().unwrap()]);
+        o.assert_success("run --stats --stats-file");
+        assert_eq!(o.stderr.matches("== Lock statistics of pid ").count(), 1, "{}", o.stderr);
+        let lines = std::fs::read_to_string(&kept).unwrap().lines().count();
+        assert_eq!(lines, round, "one raw report per run in {}", kept.display());
     }
 }
 
@@ -682,6 +723,7 @@ fn main() -> std::process::ExitCode {
         run_passes_exit_status_through,
         run_reports_a_signal_and_exits_128_plus_signo,
         run_preloads_the_library_and_sets_the_settings,
+        run_stats_prints_the_named_report_after_exit,
         run_appends_to_an_existing_ld_preload,
         run_strategy_none_does_not_preload,
         run_missing_command_exits_127,

@@ -1,0 +1,725 @@
+//! The library's statistics reports (`SPINMUTEX_STATS=json`: one JSON object per
+//! process and line) read back, their call sites named from the files on this machine
+//! ([`crate::symbolize`]), and shown: as text in mutrace's columns, classes first (each
+//! with its hottest live instances), then the other classes, the mutexes of unknown
+//! class, the overflow and the totals, rows that add up to the totals exactly; and as
+//! JSON, the library's own objects with the names added. Both come from one data model,
+//! [`ProcessReport`].
+//!
+//! Keys this reader does not know are kept (and written back by `--json`), so a report
+//! that gains keys still reads. Reader-writer locks carry `"lock": "rwlock"` and `read`
+//! and `write` counters beside `counters` (their sum); they are shown when present.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::symbolize::{self, Resolved, Resolver};
+use crate::text::Table;
+
+/// The counters of a row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counters {
+    pub locked: u64,
+    pub owner_changes: u64,
+    pub contended: u64,
+    pub spins: u64,
+    pub sleeps: u64,
+    pub handoffs: u64,
+    pub timeouts: u64,
+    pub wait_ns_total: u64,
+    pub wait_ns_max: u64,
+    pub hold_ns_total: u64,
+    pub hold_ns_max: u64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Counters {
+    /// The counters that add up across rows (the others are maxima).
+    pub const ADDED: [&'static str; 9] = [
+        "locked",
+        "owner_changes",
+        "contended",
+        "spins",
+        "sleeps",
+        "handoffs",
+        "timeouts",
+        "wait_ns_total",
+        "hold_ns_total",
+    ];
+
+    fn added(&self) -> [u64; 9] {
+        [
+            self.locked,
+            self.owner_changes,
+            self.contended,
+            self.spins,
+            self.sleeps,
+            self.handoffs,
+            self.timeouts,
+            self.wait_ns_total,
+            self.hold_ns_total,
+        ]
+    }
+
+    /// Adds `o` in: sums, and the larger of the maxima.
+    pub fn merge(&mut self, o: &Counters) {
+        let f = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        f(&mut self.locked, o.locked);
+        f(&mut self.owner_changes, o.owner_changes);
+        f(&mut self.contended, o.contended);
+        f(&mut self.spins, o.spins);
+        f(&mut self.sleeps, o.sleeps);
+        f(&mut self.handoffs, o.handoffs);
+        f(&mut self.timeouts, o.timeouts);
+        f(&mut self.wait_ns_total, o.wait_ns_total);
+        f(&mut self.hold_ns_total, o.hold_ns_total);
+        self.wait_ns_max = self.wait_ns_max.max(o.wait_ns_max);
+        self.hold_ns_max = self.hold_ns_max.max(o.hold_ns_max);
+    }
+
+    fn is_zero(&self) -> bool {
+        self.added().iter().all(|&v| v == 0) && self.wait_ns_max == 0 && self.hold_ns_max == 0
+    }
+}
+
+/// One recorded frame: the library's keys, and what this command found out about it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Frame {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_id: Option<String>,
+    /// What `dladdr` said at exit (the nearest exported symbol).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol_offset: Option<String>,
+    #[serde(flatten)]
+    pub resolved: Resolved,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn parse_hex(s: &str) -> Option<u64> {
+    u64::from_str_radix(s.trim().trim_start_matches("0x").trim_start_matches("0X"), 16).ok()
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+impl Frame {
+    /// `module+0xOFF` (the module's file name), or the address, or `?`.
+    pub fn place(&self) -> String {
+        match (&self.module, &self.offset) {
+            (Some(m), Some(o)) if !m.is_empty() => format!("{}+{o}", file_name(m)),
+            _ => self.address.clone().unwrap_or_else(|| "?".into()),
+        }
+    }
+
+    /// Fills in `resolved` from the files on this machine.
+    pub fn resolve(&mut self, resolver: &mut Resolver) {
+        let (Some(module), Some(offset)) = (&self.module, self.offset.as_deref().and_then(parse_hex)) else {
+            return;
+        };
+        if module.is_empty() {
+            return;
+        }
+        let dladdr = match (&self.symbol, &self.symbol_offset) {
+            (Some(s), Some(o)) => Some((s.as_str(), o.as_str())),
+            (Some(s), None) => Some((s.as_str(), "0x0")),
+            _ => None,
+        };
+        self.resolved = resolver.resolve(module, offset, self.build_id.as_deref(), dladdr);
+    }
+
+    /// Whether something names the function.
+    pub fn named(&self) -> bool {
+        self.resolved.function.is_some() || self.symbol.is_some()
+    }
+
+    /// `function+0xOFF (file:line)` (no offset for an inlined function), marked
+    /// `[dladdr]` when only the library's `dladdr` record names it; None when nothing
+    /// does. `short`: the file's name only.
+    pub fn describe(&self, short: bool) -> Option<String> {
+        let r = &self.resolved;
+        let (mut s, offset, by_dladdr) = match (&r.function, &self.symbol) {
+            (Some(f), _) => (f.clone(), r.function_offset.clone(), r.named_by.as_deref() == Some("dladdr")),
+            (None, Some(sym)) => (sym.clone(), self.symbol_offset.clone(), true),
+            (None, None) => return None,
+        };
+        if let (Some(off), true) = (offset, r.inlined_into.is_empty()) {
+            let _ = write!(s, "+{off}");
+        }
+        if let (Some(file), Some(line)) = (&r.file, r.line) {
+            let _ = write!(s, " ({}:{line})", if short { file_name(file) } else { file });
+        }
+        if by_dladdr {
+            s.push_str(" [dladdr]");
+        }
+        Some(s)
+    }
+}
+
+/// A live mutex (or rwlock) listed under its class.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Instance {
+    #[serde(alias = "rwlock", alias = "address", skip_serializing_if = "Option::is_none")]
+    pub mutex: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    pub counters: Counters,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<Counters>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<Counters>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A lock class: the locks made (or first locked) at one call stack.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Class {
+    pub rank: u64,
+    /// "init", "first lock" or "unknown".
+    pub origin: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    pub mutexes: u64,
+    pub live: u64,
+    pub counters: Counters,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<Counters>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<Counters>,
+    pub frames: Vec<Frame>,
+    pub instances: Vec<Instance>,
+    /// Where the class was made, in words (added by this command).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub made_at: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Class {
+    /// `made at F (file:line)` or `first locked at F (file:line)`; see [`Class::site`].
+    pub fn made_at(&self) -> String {
+        let how = match self.origin.as_str() {
+            "init" => "made at",
+            "first lock" => "first locked at",
+            _ => return "where it was made is not known".into(),
+        };
+        format!("{how} {}", self.site())
+    }
+
+    /// The call site of the class: its first frame (`F+0xOFF (file:line)`, or
+    /// module+offset when nothing names it) and the caller of that (many locks are made
+    /// by one wrapper function: its caller tells them apart); when neither has a name,
+    /// the first frame further up that has one.
+    pub fn site(&self) -> String {
+        let Some(first) = self.frames.first() else { return "-".into() };
+        let told = |f: &Frame| f.describe(true).unwrap_or_else(|| f.place());
+        let mut s = told(first);
+        if let Some(caller) = self.frames.get(1) {
+            let _ = write!(s, ", called from {}", told(caller));
+        }
+        if self.frames.iter().take(2).all(|f| f.describe(true).is_none()) {
+            let named =
+                self.frames.iter().enumerate().skip(2).find_map(|(i, f)| Some((i, f.describe(true)?)));
+            if let Some((i, d)) = named {
+                let _ = write!(s, ", {i} frames below {d}");
+            }
+        }
+        s
+    }
+
+    fn is_rwlock(&self) -> bool {
+        self.lock.as_deref() == Some("rwlock")
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Others {
+    pub classes: u64,
+    pub counters: Counters,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Unknown {
+    pub counters: Counters,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Overflow {
+    pub instances: u64,
+    pub classes: u64,
+    pub holds_unmeasured: u64,
+    pub counters: Counters,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Totals {
+    pub mutexes: u64,
+    pub live: u64,
+    pub counters: Counters,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One process's report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProcessReport {
+    pub pid: u64,
+    pub strategy: String,
+    pub slots: u64,
+    pub classes_used: u64,
+    pub classes: Vec<Class>,
+    pub others: Others,
+    pub unknown_class: Unknown,
+    pub overflow: Overflow,
+    pub totals: Totals,
+    /// The program, when the command that ran it knows (`run --stats`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
+    /// The file the report was read from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// True when a JSON object is a statistics report rather than a trace event.
+pub fn is_report(map: &Map<String, Value>) -> bool {
+    map.get("classes").is_some_and(Value::is_array) && map.get("totals").is_some_and(Value::is_object)
+}
+
+impl ProcessReport {
+    pub fn from_map(map: Map<String, Value>) -> Result<ProcessReport, String> {
+        serde_json::from_value(Value::Object(map)).map_err(|e| format!("not a statistics report: {e}"))
+    }
+
+    /// Keeps the first `top` classes and folds the rest into the "others" row, so that
+    /// the rows still add up.
+    pub fn keep_top(&mut self, top: usize) {
+        if self.classes.len() <= top {
+            return;
+        }
+        for c in self.classes.drain(top..) {
+            self.others.classes += 1;
+            self.others.counters.merge(&c.counters);
+        }
+    }
+
+    /// Names every frame, and each class's place of birth.
+    pub fn resolve(&mut self, resolver: &mut Resolver) {
+        for c in &mut self.classes {
+            for f in &mut c.frames {
+                f.resolve(resolver);
+            }
+            c.made_at = Some(c.made_at());
+        }
+    }
+
+    /// The rows (listed classes, others, unknown class, overflow) summed.
+    pub fn rows_sum(&self) -> Counters {
+        let mut sum = Counters::default();
+        for c in &self.classes {
+            sum.merge(&c.counters);
+        }
+        sum.merge(&self.others.counters);
+        sum.merge(&self.unknown_class.counters);
+        sum.merge(&self.overflow.counters);
+        sum
+    }
+
+    /// The counters whose rows do not add up to the totals (none in a sound report).
+    pub fn mismatches(&self) -> Vec<&'static str> {
+        let sum = self.rows_sum();
+        let t = &self.totals.counters;
+        let mut bad: Vec<&'static str> = Counters::ADDED
+            .iter()
+            .zip(sum.added().iter().zip(t.added()))
+            .filter(|(_, (a, b))| **a != *b)
+            .map(|(k, _)| *k)
+            .collect();
+        if sum.wait_ns_max != t.wait_ns_max {
+            bad.push("wait_ns_max");
+        }
+        if sum.hold_ns_max != t.hold_ns_max {
+            bad.push("hold_ns_max");
+        }
+        bad
+    }
+}
+
+// ---------------------------------------------------------------- text
+
+fn ms(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1_000_000, ns / 1000 % 1000)
+}
+
+fn avg(total: u64, n: u64) -> u64 {
+    total.checked_div(n).unwrap_or(0)
+}
+
+const HEADER: [&str; 14] = [
+    "#",
+    "mutexes",
+    "live",
+    "locked",
+    "changed",
+    "cont.",
+    "wait tot ms",
+    "avg ms",
+    "max ms",
+    "hold tot ms",
+    "avg ms",
+    "max ms",
+    "type",
+    "made by",
+];
+
+/// One table row: its mark, the class counts (or none), the counters, type and text.
+fn row(mark: &str, made: Option<(u64, u64)>, c: &Counters, kind: &str, what: &str) -> Vec<String> {
+    let (mutexes, live) =
+        made.map_or(("-".to_string(), "-".to_string()), |(m, l)| (m.to_string(), l.to_string()));
+    vec![
+        mark.to_string(),
+        mutexes,
+        live,
+        c.locked.to_string(),
+        c.owner_changes.to_string(),
+        c.contended.to_string(),
+        ms(c.wait_ns_total),
+        ms(avg(c.wait_ns_total, c.contended)),
+        ms(c.wait_ns_max),
+        ms(c.hold_ns_total),
+        ms(avg(c.hold_ns_total, c.locked)),
+        ms(c.hold_ns_max),
+        kind.to_string(),
+        what.to_string(),
+    ]
+}
+
+fn kind_of(lock: Option<&str>, kind: &str) -> String {
+    match lock {
+        Some("rwlock") => format!("rwlock {kind}"),
+        _ => kind.to_string(),
+    }
+}
+
+/// A process's report as text.
+pub fn render_text(r: &ProcessReport) -> String {
+    let mut out = String::new();
+    let who = match &r.exe {
+        Some(exe) => format!("pid {} ({exe})", r.pid),
+        None => format!("pid {}", r.pid),
+    };
+    let t = &r.totals;
+    let _ = writeln!(
+        out,
+        "== Lock statistics of {who}, strategy {}: {} class{}, {} lock{} made ({} live); {} acquisitions, {} contended ==",
+        r.strategy,
+        r.classes_used,
+        if r.classes_used == 1 { "" } else { "es" },
+        t.mutexes,
+        plural(t.mutexes as usize),
+        t.live,
+        t.counters.locked,
+        t.counters.contended
+    );
+    if let Some(f) = &r.file {
+        let _ = writeln!(out, "(from {f})");
+    }
+    out.push('\n');
+    let mut table = Table::new(1);
+    table.left_last = 2;
+    table.header.push(HEADER.iter().map(|s| s.to_string()).collect());
+    for c in &r.classes {
+        let made = c.made_at.clone().unwrap_or_else(|| c.made_at());
+        table.rows.push(row(
+            &c.rank.to_string(),
+            Some((c.mutexes, c.live)),
+            &c.counters,
+            &kind_of(c.lock.as_deref(), &c.kind),
+            &made,
+        ));
+        for (side, counters) in [("read", &c.read), ("write", &c.write)] {
+            if let Some(counters) = counters {
+                table.rows.push(row("", None, counters, &format!("  {side}"), &format!("{side} side")));
+            }
+        }
+        for i in &c.instances {
+            let what =
+                format!("{} {}", i.lock.as_deref().unwrap_or("mutex"), i.mutex.as_deref().unwrap_or("?"));
+            table.rows.push(row("", None, &i.counters, &kind_of(i.lock.as_deref(), &i.kind), &what));
+        }
+    }
+    if r.others.classes > 0 || !r.others.counters.is_zero() {
+        let what =
+            format!("{} other class{}", r.others.classes, if r.others.classes == 1 { "" } else { "es" });
+        table.rows.push(row("+", None, &r.others.counters, "", &what));
+    }
+    if !r.unknown_class.counters.is_zero() {
+        table.rows.push(row(
+            "?",
+            None,
+            &r.unknown_class.counters,
+            "",
+            "class table full: locks of unknown class",
+        ));
+    }
+    if r.overflow.instances > 0 || !r.overflow.counters.is_zero() {
+        let what = format!("side table full: {} times a lock found no slot", r.overflow.instances);
+        table.rows.push(row("!", None, &r.overflow.counters, "", &what));
+    }
+    table.rows.push(row("=", Some((t.mutexes, t.live)), &t.counters, "", "totals"));
+    out.push_str(&table.render());
+    let bad = r.mismatches();
+    if !bad.is_empty() {
+        let _ = writeln!(
+            out,
+            "warning: the rows do not add up to the totals in {} (a damaged report?)",
+            bad.join(", ")
+        );
+    }
+    if r.overflow.instances + r.overflow.classes > 0 {
+        let _ = writeln!(
+            out,
+            "the side table was full ({} slots): raise SPINMUTEX_STATS_SLOTS{}",
+            r.slots,
+            if r.overflow.holds_unmeasured > 0 {
+                format!("; hold times of {} releases could not be measured", r.overflow.holds_unmeasured)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if !r.classes.is_empty() {
+        let _ = writeln!(out, "\nCall stacks of the classes (innermost first):");
+        for c in &r.classes {
+            let how = match c.origin.as_str() {
+                "init" => "made by pthread_mutex_init",
+                "first lock" => "statically initialised, first locked",
+                _ => "of unknown origin",
+            };
+            let _ = writeln!(
+                out,
+                "  #{} {}, {} {}{}, {} live, {how}:",
+                c.rank,
+                kind_of(c.lock.as_deref(), &c.kind),
+                c.mutexes,
+                if c.is_rwlock() { "rwlock" } else { "mutex" },
+                if c.mutexes == 1 {
+                    ""
+                } else if c.is_rwlock() {
+                    "s"
+                } else {
+                    "es"
+                },
+                c.live
+            );
+            if c.frames.is_empty() {
+                let _ = writeln!(out, "      (no frames recorded)");
+            }
+            for (i, f) in c.frames.iter().enumerate() {
+                let place = f.place();
+                match f.describe(false) {
+                    Some(d) => {
+                        let _ = writeln!(out, "    {i}  {d}  [{place}]");
+                    }
+                    None => {
+                        let _ = writeln!(out, "    {i}  {place}");
+                    }
+                }
+                for outer in &f.resolved.inlined_into {
+                    let name = outer.function.as_deref().unwrap_or("?");
+                    let at = match (&outer.file, outer.line) {
+                        (Some(file), Some(line)) => format!(" ({file}:{line})"),
+                        _ => String::new(),
+                    };
+                    let _ = writeln!(out, "         inlined into {name}{at}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Modules whose frames could not all be named, and why: one line each, then how to
+/// get names.
+pub fn unnamed_modules(reports: &[ProcessReport]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for f in reports.iter().flat_map(|r| &r.classes).flat_map(|c| &c.frames) {
+        if let (Some(m), Some(p)) = (&f.module, &f.resolved.problem) {
+            if !m.is_empty() && f.resolved.named_by.as_deref() != Some("dwarf") {
+                out.entry(m.clone()).or_insert_with(|| p.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The lines that say which modules gave no names and how to get them.
+pub fn render_names_note(reports: &[ProcessReport]) -> String {
+    let missing = unnamed_modules(reports);
+    let mut out = String::new();
+    if missing.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\nFrames not named by debug info or a symbol table:");
+    for problem in missing.values() {
+        let _ = writeln!(out, "  {problem}");
+    }
+    let _ = writeln!(out, "To get names: {}.", symbolize::how_to_get_names());
+    out
+}
+
+/// Reads one report per line from `path` (lines that are not reports are skipped).
+pub fn read_file(path: &Path) -> std::io::Result<Vec<ProcessReport>> {
+    let text = std::fs::read(path)?;
+    let text = String::from_utf8_lossy(&text);
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line.trim()) {
+            if is_report(&map) {
+                if let Ok(mut r) = ProcessReport::from_map(map) {
+                    r.file = Some(path.display().to_string());
+                    out.push(r);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(locked: u64, contended: u64, wait: u64) -> Value {
+        serde_json::json!({"locked": locked, "owner_changes": locked / 2, "contended": contended,
+            "spins": 3 * contended, "sleeps": contended, "handoffs": 0, "timeouts": 0, "wait_ns_total": wait,
+            "wait_ns_max": wait, "hold_ns_total": 1000 * locked, "hold_ns_max": if locked > 0 { 5000 } else { 0 }})
+    }
+
+    fn sample() -> Value {
+        serde_json::json!({
+            "pid": 42, "strategy": "spin", "slots": 4096, "classes_used": 3, "new_key": [1, 2],
+            "classes": [
+                {"rank": 1, "origin": "init", "type": "normal", "mutexes": 2, "live": 1,
+                 "counters": counters(100, 10, 5_000_000),
+                 "frames": [{"address": "0x55e0", "module": "/nonexistent/d\"ir\\ é\tq/prog", "offset": "0x1234",
+                             "build_id": "abcdef"},
+                            {"address": "0x55f0", "module": "/nonexistent/prog", "offset": "0x2000",
+                             "symbol": "main", "symbol_offset": "0x40"}],
+                 "instances": [{"mutex": "0x7f00", "type": "normal", "counters": counters(60, 6, 3_000_000)}]},
+                {"rank": 2, "origin": "first lock", "type": "recursive", "lock": "rwlock", "mutexes": 1, "live": 1,
+                 "counters": counters(10, 2, 1_000_000),
+                 "read": counters(6, 1, 500_000), "write": counters(4, 1, 500_000),
+                 "frames": [], "instances": []}
+            ],
+            "others": {"classes": 1, "counters": counters(5, 0, 0)},
+            "unknown_class": {"counters": counters(0, 0, 0)},
+            "overflow": {"instances": 0, "classes": 0, "holds_unmeasured": 0, "counters": counters(0, 0, 0)},
+            "totals": {"mutexes": 4, "live": 2, "counters": {"locked": 115, "owner_changes": 57, "contended": 12,
+                "spins": 36, "sleeps": 12, "handoffs": 0, "timeouts": 0, "wait_ns_total": 6_000_000,
+                "wait_ns_max": 5_000_000, "hold_ns_total": 115_000, "hold_ns_max": 5000}}
+        })
+    }
+
+    fn report() -> ProcessReport {
+        let Value::Object(map) = sample() else { unreachable!() };
+        assert!(is_report(&map));
+        ProcessReport::from_map(map).unwrap()
+    }
+
+    #[test]
+    fn reads_adds_up_and_keeps_unknown_keys() {
+        let mut r = report();
+        assert_eq!(r.pid, 42);
+        assert_eq!(r.classes[1].lock.as_deref(), Some("rwlock"));
+        assert_eq!(r.classes[1].read.as_ref().unwrap().locked, 6);
+        assert!(r.mismatches().is_empty(), "{:?}", r.mismatches());
+        assert_eq!(r.extra.get("new_key"), Some(&serde_json::json!([1, 2])));
+        r.keep_top(1);
+        assert_eq!((r.classes.len(), r.others.classes), (1, 2));
+        assert!(r.mismatches().is_empty());
+        r.totals.counters.locked += 1;
+        assert_eq!(r.mismatches(), vec!["locked"]);
+    }
+
+    #[test]
+    fn text_has_the_rows_and_unnamed_frames_as_module_offset() {
+        let mut r = report();
+        r.resolve(&mut Resolver::new(vec![]));
+        let text = render_text(&r);
+        assert!(text.contains("pid 42"), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let first = lines.iter().find(|l| l.starts_with("1 ")).expect("a first row");
+        assert!(first.contains("made at prog+0x1234, called from main+0x40 [dladdr]"), "{text}");
+        assert!(lines.iter().any(|l| l.starts_with("2 ") && l.contains("rwlock recursive")), "{text}");
+        assert!(lines.iter().any(|l| l.contains("read side")) && text.contains("write side"), "{text}");
+        assert!(lines.iter().any(|l| l.contains("mutex 0x7f00")), "{text}");
+        assert!(lines.iter().any(|l| l.starts_with("+ ") && l.contains("1 other class")), "{text}");
+        let totals = lines.iter().find(|l| l.starts_with("= ")).expect("totals");
+        assert!(totals.contains(" 115 ") && totals.ends_with("totals"), "{totals}");
+        assert!(!text.contains("warning"), "{text}");
+        let note = render_names_note(std::slice::from_ref(&r));
+        assert!(note.contains("cannot be read") && note.contains("To get names"), "{note}");
+    }
+
+    #[test]
+    fn json_round_trips_odd_strings_and_added_names() {
+        let mut r = report();
+        r.resolve(&mut Resolver::new(vec![]));
+        let text = serde_json::to_string(&r).unwrap();
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["classes"][0]["frames"][0]["module"], "/nonexistent/d\"ir\\ é\tq/prog");
+        assert_eq!(back["classes"][0]["frames"][1]["function"], "main");
+        assert_eq!(back["classes"][0]["frames"][1]["named_by"], "dladdr");
+        assert_eq!(back["new_key"], serde_json::json!([1, 2]));
+        assert!(back["classes"][0]["made_at"].as_str().unwrap().starts_with("made at prog+0x1234"));
+        // Read back, it is the same report.
+        let Value::Object(map) = back else { unreachable!() };
+        let again = ProcessReport::from_map(map).unwrap();
+        assert_eq!(again.classes[0].frames[1].resolved.function.as_deref(), Some("main"));
+        assert_eq!(again.extra.get("new_key"), r.extra.get("new_key"));
+    }
+}
