@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod harness;
+pub mod stats;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
