@@ -4,6 +4,9 @@
  *
  *   lock      a contended pthread_mutex_lock + unlock (spinning, sleeping, and with
  *             SPINMUTEX_TRACE on, trace events); prints its depth;
+ *   rwlock    the same for an rwlock: a contended pthread_rwlock_wrlock + unlock, then a
+ *             contended pthread_rwlock_rdlock + unlock (the writer that holds it wakes
+ *             the reader);
  *   handler   SIGUSR2 sent to the thread itself: with SPINMUTEX_STATS on, the library's
  *             on-demand report runs on the thread's stack. The depth of a do-nothing
  *             handler (SIGUSR1) is subtracted, which leaves out the kernel's signal
@@ -14,7 +17,7 @@
  * A thread with PTHREAD_STACK_MIN bytes of stack and 4 KiB of its own data also runs
  * both, which must not crash.
  *
- * usage: stack_depth lock|handler [LIMIT] */
+ * usage: stack_depth lock|rwlock|handler [LIMIT] */
 #include "check.h"
 
 #include <sys/mman.h>
@@ -24,6 +27,7 @@
 #define UNPAINTED 160 /* room for the painter's own frame and red zone, never painted */
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static char *stack_base;
 static volatile int usr1_seen;
 
@@ -40,6 +44,65 @@ __attribute__((noinline)) static void paint(char *from, char *to) {
 static void lock_unlock(void) {
     OK(pthread_mutex_lock(&m));
     OK(pthread_mutex_unlock(&m));
+}
+
+static void rw_write_unlock(void);
+static void rw_read_unlock(void);
+
+/* A thread that write-locks `rw` and keeps it for a few milliseconds. */
+static void *rw_holder(void *arg) {
+    volatile int *holding = arg;
+    OK(pthread_rwlock_wrlock(&rw));
+    __atomic_store_n(holding, 1, __ATOMIC_SEQ_CST);
+    sleep_ms(3);
+    OK(pthread_rwlock_unlock(&rw));
+    return NULL;
+}
+
+/* Starts a holder thread that keeps `rw` write-locked for a few milliseconds. */
+static pthread_t rw_holder_start(volatile int *holding) {
+    *holding = 0;
+    pthread_t t = start_thread(rw_holder, (void *)holding);
+    while (!__atomic_load_n(holding, __ATOMIC_SEQ_CST)) usleep(100);
+    return t;
+}
+
+/* Runs `op` while a holder thread keeps `rw` write-locked for a few milliseconds. */
+static void with_rw_holder(void (*op)(void)) {
+    volatile int holding;
+    pthread_t t = rw_holder_start(&holding);
+    op();
+    join_thread(t);
+}
+
+static long depth_of(void (*op)(void));
+
+/* The deeper of a contended write and a contended read, each measured alone. */
+static long rw_depth(void) {
+    volatile int holding;
+    pthread_t t = rw_holder_start(&holding);
+    long w = depth_of(rw_write_unlock);
+    join_thread(t);
+    t = rw_holder_start(&holding);
+    long r = depth_of(rw_read_unlock);
+    join_thread(t);
+    return w > r ? w : r;
+}
+
+static void rw_write_unlock(void) {
+    OK(pthread_rwlock_wrlock(&rw));
+    OK(pthread_rwlock_unlock(&rw));
+}
+
+static void rw_read_unlock(void) {
+    OK(pthread_rwlock_rdlock(&rw));
+    OK(pthread_rwlock_unlock(&rw));
+}
+
+/* Both modes, each waiting for a writer. */
+static void rw_both(void) {
+    with_rw_holder(rw_write_unlock);
+    with_rw_holder(rw_read_unlock);
 }
 
 static void report_signal(void) { pthread_kill(pthread_self(), SIGUSR2); }
@@ -72,12 +135,21 @@ static void *measure(void *arg) {
         holder_start(&h, &m, 3);
         j->warm = depth_of(lock_unlock);
         holder_release(&h);
+    } else if (strcmp(j->mode, "rwlock") == 0) {
+        /* As for the mutex (whose holder calls lock first): the program binds
+         * pthread_rwlock_rdlock before the cold measure, so that it is the library's
+         * first contended call that is measured, not the dynamic linker's. */
+        rw_read_unlock();
+        j->cold = rw_depth();
+        j->warm = rw_depth();
     } else {
-        /* Give the report something to list: a contended mutex, with a call site. */
+        /* Give the report something to list: a contended mutex and a contended rwlock,
+         * with call sites. */
         struct holder h;
         holder_start(&h, &m, 3);
         lock_unlock();
         holder_release(&h);
+        rw_both();
         long quiet = depth_of(quiet_signal);
         if (!usr1_seen) fail("SIGUSR1 was not delivered");
         j->cold = depth_of(report_signal) - quiet;
@@ -91,13 +163,14 @@ static void *small(void *arg) {
     volatile char data[4 * 1024];
     memset((char *)data, 1, sizeof data);
     if (strcmp((const char *)arg, "lock") == 0) lock_unlock();
+    else if (strcmp((const char *)arg, "rwlock") == 0) rw_both();
     else report_signal();
     return (void *)(long)data[100];
 }
 
 int main(int argc, char **argv) {
     test_begin("stack_depth", 30);
-    if (argc < 2) fail("usage: stack_depth lock|handler [LIMIT]");
+    if (argc < 2) fail("usage: stack_depth lock|rwlock|handler [LIMIT]");
     long limit = argc > 2 ? atol(argv[2]) : 1024;
     signal(SIGUSR1, on_usr1);
     /* Without the library's report handler (no preload, or statistics off) SIGUSR2

@@ -3,7 +3,8 @@
 //! every strategy and knob, with statistics and tracing on or off.
 //!
 //! * memory freed by the next owner right after an unlock (a hardware watchpoint makes
-//!   this deterministic; a timer-driven version makes it likely);
+//!   this deterministic; a timer-driven version makes it likely), for mutexes and
+//!   rwlocks;
 //! * a cancellation pending while a thread locks (tracing must not add a cancellation
 //!   point);
 //! * descriptors closed and reused by the program, standard error closed before exit;
@@ -90,6 +91,13 @@ fn unlock_never_reads_the_mutex_after_releasing_it() {
 fn mutex_freed_by_the_next_owner_at_once() {
     everywhere("unlock_then_free", &["timer", "600"]);
     everywhere("unlock_then_free", &["yield", "400"]);
+}
+
+/// The same for rwlocks (a writer or two readers release, the next holder unmaps the
+/// page at once), with statistics and tracing among the knobs: neither may touch the
+/// lock after its release.
+fn rwlock_freed_by_the_next_owner_at_once() {
+    everywhere("rwlock_reuse", &[]);
 }
 
 // ---------------------------------------------------------------------------------
@@ -187,30 +195,28 @@ fn handoff_never_strands_a_lock_with_a_signalled_thread() {
 // ---------------------------------------------------------------------------------
 // 5. Stack.
 
-/// The lock path with tracing on, and the report signal's handler, each take well under
-/// 1 KiB of the caller's stack; a PTHREAD_STACK_MIN thread survives both.
+/// The lock path (mutexes and rwlocks) with tracing on, and the report signal's handler
+/// (listing a mutex and an rwlock), each take well under 1 KiB of the caller's stack; a
+/// PTHREAD_STACK_MIN thread survives them.
 fn lock_path_and_report_handler_fit_in_a_small_stack() {
     let dir = scratch();
     let trace = dir.path().join("trace.log");
     let trace = trace.to_str().expect("utf-8 path");
-    let runs: &[(&str, &[(&str, &str)])] = &[
-        ("lock", &[]),
-        ("lock", &[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FILE", trace)]),
-        (
-            "lock",
-            &[
-                ("SPINMUTEX_TRACE", "trace"),
-                ("SPINMUTEX_TRACE_FORMAT", "json"),
-                ("SPINMUTEX_TRACE_FILE", trace),
-            ],
-        ),
-        ("lock", &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_FILE", "/dev/null")]),
-        ("handler", &[("SPINMUTEX_STATS", "1")]),
-        ("handler", &[("SPINMUTEX_STATS", "json")]),
+    let lock_envs: &[&[(&str, &str)]] = &[
+        &[],
+        &[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FILE", trace)],
+        &[("SPINMUTEX_TRACE", "trace"), ("SPINMUTEX_TRACE_FORMAT", "json"), ("SPINMUTEX_TRACE_FILE", trace)],
+        &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_FILE", "/dev/null")],
     ];
+    let mut runs: Vec<(&str, &[(&str, &str)])> = Vec::new();
+    for mode in ["lock", "rwlock"] {
+        runs.extend(lock_envs.iter().map(|env| (mode, *env)));
+    }
+    runs.push(("handler", &[("SPINMUTEX_STATS", "1")]));
+    runs.push(("handler", &[("SPINMUTEX_STATS", "json")]));
     let mut report = Vec::new();
     for strategy in STRATEGIES {
-        for (mode, env) in runs {
+        for (mode, env) in &runs {
             let mut cmd = preloaded(c_test("stack_depth"), Some(strategy));
             cmd.args([mode, "1024"]).envs(env.iter().copied());
             let o = run_bounded(cmd, LIMIT);
@@ -352,6 +358,7 @@ fn main() -> std::process::ExitCode {
         suite,
         unlock_never_reads_the_mutex_after_releasing_it,
         mutex_freed_by_the_next_owner_at_once,
+        rwlock_freed_by_the_next_owner_at_once,
         lock_and_unlock_are_not_cancellation_points,
         descriptors_closed_and_reused_by_the_program,
         report_reaches_standard_error_after_the_program_closed_it,

@@ -3,12 +3,17 @@
 //! listing the hot class first with a call site that names its module and offset, lock
 //! classes that keep every destroyed mutex's counts, rows that add up to the totals, hold
 //! times without condition-variable waits, a forked child's own trace file, a full side
-//! table, a bad directive, and output that statistics never change.
+//! table, a bad directive, and output that statistics never change. Reader-writer locks:
+//! classes with every read and write acquisition counted apart, each reader's own hold
+//! time, statically initialised rwlocks listed beside mutexes, timeouts per mode, and
+//! trace events that name the mode.
 
 mod common;
 
 use common::harness::{tests, Suite};
+use common::stats::{assert_rows_add_up, classes_of, json_report};
 use common::{c_test, preloaded, run_bounded, scratch, Outcome, STRATEGIES};
+use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
@@ -32,21 +37,6 @@ fn assert_json_lines(path: &Path) {
         if let Err(e) = serde_json::from_str::<serde_json::Value>(line) {
             panic!("{} line {}: not JSON ({e}): {line}", path.display(), i + 1);
         }
-    }
-}
-
-/// The one JSON report in `path`.
-fn json_report(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}: not one JSON report ({e}):\n{text}", path.display()))
-}
-
-/// The listed classes, the other classes, the mutexes of unknown class and the overflow
-/// add up to the totals, counter by counter (maxima: the largest).
-fn assert_rows_add_up(report: &serde_json::Value) {
-    if let Err(e) = common::stats::json_rows_add_up(report) {
-        panic!("{e}:\n{report:#}");
     }
 }
 
@@ -329,6 +319,194 @@ fn a_process_that_never_locked_prints_no_report() {
     assert!(o.stderr.is_empty(), "a report from a process that locked nothing:\n{}", o.stderr);
 }
 
+// ---------------------------------------------------------------------------------
+// Reader-writer locks.
+
+/// Runs `rwlock_classes MODE` under `strategy` with a JSON report; its stdout and the
+/// report.
+fn rwlock_report(mode: &str, strategy: &str) -> (String, Value) {
+    let dir = scratch();
+    let file = dir.path().join("stats.json");
+    let out = run(
+        "rwlock_classes",
+        &[mode],
+        strategy,
+        &[("SPINMUTEX_STATS", "json"), ("SPINMUTEX_STATS_FILE", file.to_str().unwrap())],
+    );
+    let report = json_report(&file);
+    assert_rows_add_up(&report);
+    (out.stdout, report)
+}
+
+/// `key=N` in a line of `key=value` pairs.
+fn number(line: &str, key: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {key}= in {line:?}"))
+}
+
+/// 2,000 rwlocks made at one call site and destroyed, read- and write-locked at random
+/// by 4 threads: one rwlock class with 2,000 instances, none live, and every read and
+/// every write acquisition counted in its own mode.
+fn rwlock_class_counts_every_acquisition_by_mode() {
+    for strategy in STRATEGIES {
+        let (stdout, report) = rwlock_report("churn", strategy);
+        let (reads, writes) = (number(&stdout, "reads"), number(&stdout, "writes"));
+        let classes = report["classes"].as_array().unwrap();
+        assert_eq!(classes.len(), 1, "{strategy}: {report:#}");
+        let class = &classes[0];
+        assert_eq!(
+            (&class["lock"], &class["type"], &class["origin"]),
+            (&"rwlock".into(), &"rwlock".into(), &"init".into()),
+            "{strategy}: {class:#}"
+        );
+        assert_eq!(
+            (class["mutexes"].as_u64(), class["live"].as_u64()),
+            (Some(2000), Some(0)),
+            "{strategy}: {class:#}"
+        );
+        assert_eq!(class["read"]["locked"], reads, "{strategy}: {class:#}");
+        assert_eq!(class["write"]["locked"], writes, "{strategy}: {class:#}");
+        assert_eq!(class["counters"]["locked"], reads + writes, "{strategy}: {class:#}");
+        assert_eq!(report["totals"]["counters"]["locked"], reads + writes, "{strategy}: {report:#}");
+        assert_eq!(report["overflow"]["holds_unmeasured"], 0, "{strategy}: {report:#}");
+        assert!(class["read"]["hold_ns_total"].as_u64().unwrap() > 0, "{strategy}: {class:#}");
+        assert!(class["write"]["hold_ns_total"].as_u64().unwrap() > 0, "{strategy}: {class:#}");
+    }
+}
+
+/// Four readers hold one rwlock together for 60 ms each, then a writer holds it for
+/// 40 ms: the read hold time is each reader's own (four times 60 ms, the longest one
+/// 60 ms), not the time the lock was read-held.
+fn read_hold_time_is_each_readers_own() {
+    const MS: u64 = 1_000_000;
+    for strategy in STRATEGIES {
+        let (_, report) = rwlock_report("hold", strategy);
+        let classes = classes_of(&report, "rwlock");
+        assert_eq!(classes.len(), 1, "{strategy}: {report:#}");
+        for object in [classes[0], &classes[0]["instances"][0]] {
+            let (read, write) = (&object["read"], &object["write"]);
+            let at = |v: &Value, key: &str| v[key].as_u64().unwrap();
+            assert_eq!((at(read, "locked"), at(write, "locked")), (4, 1), "{strategy}: {object:#}");
+            let total = at(read, "hold_ns_total");
+            assert!(
+                (240 * MS..600 * MS).contains(&total),
+                "{strategy}: read holds {total} ns in all: {object:#}"
+            );
+            let longest = at(read, "hold_ns_max");
+            assert!(
+                (60 * MS..200 * MS).contains(&longest),
+                "{strategy}: longest read hold {longest} ns: {object:#}"
+            );
+            let written = at(write, "hold_ns_total");
+            assert!(
+                (40 * MS..200 * MS).contains(&written),
+                "{strategy}: write held {written} ns: {object:#}"
+            );
+            assert_eq!(at(write, "hold_ns_max"), written, "{strategy}: {object:#}");
+        }
+    }
+}
+
+/// A statically initialised rwlock's class is its first lock's call site, and the text
+/// report lists it beside a mutex, with a line per mode.
+fn static_rwlock_is_listed_beside_mutexes() {
+    for strategy in STRATEGIES {
+        let (_, report) = rwlock_report("static", strategy);
+        let rwlocks = classes_of(&report, "rwlock");
+        let mutexes = classes_of(&report, "mutex");
+        assert_eq!((rwlocks.len(), mutexes.len()), (1, 1), "{strategy}: {report:#}");
+        let rw = rwlocks[0];
+        assert_eq!(rw["origin"], "first lock", "{strategy}: {rw:#}");
+        assert_eq!(
+            (rw["read"]["locked"].as_u64(), rw["write"]["locked"].as_u64()),
+            (Some(3), Some(2)),
+            "{strategy}: {rw:#}"
+        );
+        assert_eq!(mutexes[0]["counters"]["locked"], 1, "{strategy}: {report:#}");
+        let text = run("rwlock_classes", &["static"], strategy, &[("SPINMUTEX_STATS", "1")]).stderr;
+        let lines: Vec<&str> = text.lines().collect();
+        let row = lines
+            .iter()
+            .position(|l| l.contains("  rwlock ") && l.contains("first lock at rwlock_classes+0x"))
+            .unwrap_or_else(|| panic!("{strategy}: no rwlock class row:\n{text}"));
+        assert!(lines[row].split_whitespace().nth(3) == Some("5"), "{strategy}: {}", lines[row]);
+        for (line, mode, locked) in [(lines[row + 1], "read", "3"), (lines[row + 2], "write", "2")] {
+            assert!(line.trim_end().ends_with(mode), "{strategy}: no {mode} line under the rwlock:\n{text}");
+            assert_eq!(line.split_whitespace().nth(2), Some(locked), "{strategy}: {line}");
+        }
+        assert!(
+            lines.iter().any(|l| l.contains("  normal") && l.contains("first lock at")),
+            "{strategy}: no mutex row:\n{text}"
+        );
+        assert!(text.contains("(1 of rwlocks)"), "{strategy}: {text}");
+    }
+}
+
+/// A reader and a writer that time out are counted in their own modes.
+fn rwlock_timeouts_are_counted_by_mode() {
+    for strategy in STRATEGIES {
+        let (_, report) = rwlock_report("timeout", strategy);
+        let class = classes_of(&report, "rwlock")[0];
+        assert_eq!(
+            (class["read"]["timeouts"].as_u64(), class["write"]["timeouts"].as_u64()),
+            (Some(1), Some(1)),
+            "{strategy}: {class:#}"
+        );
+    }
+}
+
+/// Every rwlock event names the lock (`rwlock`) and the mode; a contended workload yields
+/// acquisitions, sleeps and wakes in both modes, and timeouts name theirs.
+fn rwlock_trace_events_name_the_mode() {
+    for strategy in STRATEGIES {
+        let dir = scratch();
+        let trace = dir.path().join("trace.json");
+        let env = [
+            ("SPINMUTEX_TRACE", "spinmutex=trace"),
+            ("SPINMUTEX_TRACE_FORMAT", "json"),
+            ("SPINMUTEX_TRACE_FILE", trace.to_str().unwrap()),
+        ];
+        let args = ["--threads", "4", "--load", "200", "--write-permille", "200", "--duration-ms", "150"];
+        run("rwlock_bench", &args, strategy, &env);
+        run("rwlock_classes", &["timeout"], strategy, &env);
+        assert_json_lines(&trace);
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let rw: Vec<&Value> = events.iter().filter(|e| e.get("rwlock").is_some()).collect();
+        for e in &rw {
+            assert!(e["rwlock"].as_str().is_some_and(|a| a.starts_with("0x")), "{strategy}: {e}");
+            assert!(e["mode"] == "read" || e["mode"] == "write", "{strategy}: {e}");
+            assert!(e.get("mutex").is_none(), "{strategy}: {e}");
+        }
+        let has = |event: &str, mode: &str| rw.iter().any(|e| e["event"] == event && e["mode"] == mode);
+        let expected: &[&str] =
+            if *strategy == "glibc" { &["forward"] } else { &["acquired", "sleep", "wake"] };
+        for event in expected.iter().copied().chain(["timeout"].into_iter().filter(|_| *strategy != "glibc"))
+        {
+            for mode in ["read", "write"] {
+                assert!(
+                    has(event, mode),
+                    "{strategy}: no {event} event in mode {mode} among {} rwlock events",
+                    rw.len()
+                );
+            }
+        }
+        if *strategy == "spin" {
+            assert!(
+                rw.iter().any(|e| e["event"] == "spin_give_up" || e["how"] == "spin"),
+                "spin: no spinning recorded on the rwlock"
+            );
+        }
+        for e in rw.iter().filter(|e| e["event"] == "acquired") {
+            for key in ["how", "spins", "sleeps", "wait_ns", "tid", "strategy"] {
+                assert!(e.get(key).is_some(), "{strategy}: acquired event without {key}: {e}");
+            }
+        }
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = Suite::new();
     tests!(
@@ -347,6 +525,11 @@ fn main() -> std::process::ExitCode {
         full_side_table_keeps_running_and_reports_overflow,
         bad_trace_directive_gives_one_line_and_the_program_runs,
         statistics_and_tracing_never_change_the_output,
+        rwlock_class_counts_every_acquisition_by_mode,
+        read_hold_time_is_each_readers_own,
+        static_rwlock_is_listed_beside_mutexes,
+        rwlock_timeouts_are_counted_by_mode,
+        rwlock_trace_events_name_the_mode,
     );
     suite.run()
 }

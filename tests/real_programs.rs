@@ -29,7 +29,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::harness::{self, tests, Need, Suite};
-use common::{c_test, lib_path, preloaded, run_bounded, scratch, Outcome, STRATEGIES};
+use common::{c_test, lib_path, preloaded, run_bounded, scratch, stats, Outcome, STRATEGIES};
 
 /// Only a hang guard: every run here takes a few seconds at most.
 const HANG_GUARD: Duration = Duration::from_secs(120);
@@ -982,6 +982,40 @@ fn fio_with_a_process_shared_rwlock_around_every_io() {
     }
 }
 
+/// fio's rwlock under statistics: with its jobs as threads (one process, one report),
+/// its rwlock is the top rwlock class, made by fio's own `fio_rwlock_init`, process-shared,
+/// with every read and every write I/O counted in its mode.
+fn fio_rwlock_is_the_top_rwlock_class_under_statistics() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    let stats = dir.path().join("stats.json");
+    for strategy in STRATEGIES {
+        let _ = std::fs::remove_file(&stats);
+        let mut cmd = preloaded(FIO, Some(strategy));
+        cmd.args(["--name=rw", "--lockfile=readwrite"])
+            .arg(format!("--filename={}", data.display()))
+            .args(["--size=4m", "--bs=1k", "--rw=randrw", "--rwmixread=75", "--ioengine=psync"])
+            .args(["--randseed=7", "--output-format=json", "--group_reporting=0", "--numjobs=4", "--thread"])
+            .env("SPINMUTEX_STATS", "json")
+            .env("SPINMUTEX_STATS_FILE", &stats);
+        let what = format!("fio threads under {strategy} with statistics");
+        let o = run_bounded(cmd, Duration::from_secs(120));
+        o.assert_success(&what);
+        let jobs = fio_jobs(&o.stdout);
+        assert_eq!(jobs.len(), 4, "{what}: {}", o.stdout);
+        let (reads, writes) = jobs.iter().fold((0, 0), |(r, w), (_, jr, jw)| (r + jr, w + jw));
+        let report = stats::json_report(&stats);
+        stats::assert_rows_add_up(&report);
+        let top = *stats::classes_of(&report, "rwlock")
+            .first()
+            .unwrap_or_else(|| panic!("{what}: no rwlock class in {report:#}"));
+        assert_eq!(top["type"], "rwlock,pshared", "{what}: {top:#}");
+        assert_eq!(top["frames"][0]["symbol"], "fio_rwlock_init", "{what}: {top:#}");
+        assert_eq!(top["read"]["locked"], reads, "{what}: {top:#}");
+        assert_eq!(top["write"]["locked"], writes, "{what}: {top:#}");
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // Statistics: each real program's hot lock, named after the program exited.
 //
@@ -1241,6 +1275,11 @@ fn main() -> std::process::ExitCode {
         "fio_with_a_process_shared_rwlock_around_every_io",
         &[Need::File(FIO, "fio")],
         fio_with_a_process_shared_rwlock_around_every_io,
+    );
+    suite.needs(
+        "fio_rwlock_is_the_top_rwlock_class_under_statistics",
+        &[Need::File(FIO, "fio")],
+        fio_rwlock_is_the_top_rwlock_class_under_statistics,
     );
     suite.needs(
         "compressor_statistics",

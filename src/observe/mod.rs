@@ -1,5 +1,7 @@
-//! Seeing the locks: decision tracing ([`trace`]) and per-mutex statistics ([`table`],
-//! [`report`]), both off unless the environment asks for them.
+//! Seeing the locks: decision tracing ([`trace`]) and per-lock statistics ([`table`],
+//! [`report`]), both off unless the environment asks for them. Mutexes and rwlocks alike:
+//! the rwlock hooks (`rw_*`) take the lock's address, the kind it is recorded with
+//! (`table::rwlock_kind`) and the [`Mode`] it is taken or released in.
 //!
 //! The lock paths call the hooks below. With both features off a hook costs one relaxed
 //! load, and the uncontended path calls only `stats_on()`. The hooks never allocate
@@ -24,6 +26,8 @@ use libc::{c_int, pthread_mutex_t};
 
 use crate::mutex::{Acquired, How, RawMutex};
 use crate::sys;
+
+pub use table::{rwlock_kind, Lock, Mode};
 
 /// Why a spinner stopped spinning and went to sleep.
 #[derive(Clone, Copy, Debug)]
@@ -135,11 +139,11 @@ pub fn born(addr: usize) {
     if stats_on() {
         // SAFETY: a mutex just initialised by glibc, read through atomics.
         let kind = unsafe { RawMutex::from_ptr(addr as *mut pthread_mutex_t) }.kind();
-        guarded(|| table::born(addr, kind));
+        guarded(|| table::born(addr, Lock::Mutex, kind));
     }
 }
 
-/// `destroy` of the mutex at `addr`: its counters join its class's.
+/// `destroy` of the mutex or rwlock at `addr`: its counters join its class's.
 pub fn died(addr: usize) {
     if stats_on() {
         guarded(|| table::died(addr));
@@ -202,13 +206,16 @@ pub fn acquired(m: &RawMutex, a: Acquired, started_ns: u64) {
         guarded(|| table::contended(m.addr(), m.kind(), a.spins, a.sleeps, a.how == How::Handoff, wait_ns));
     }
     if tracing() {
-        let how = match a.how {
-            How::Spinning => "spin",
-            How::Sleeping => "sleep",
-            How::Handoff => "handoff",
-            How::Kernel => "kernel",
-        };
-        guarded(|| trace::acquired(m.addr(), how, a.spins, a.sleeps, wait_ns));
+        guarded(|| trace::acquired(m.addr(), how_name(a.how), a.spins, a.sleeps, wait_ns));
+    }
+}
+
+fn how_name(how: How) -> &'static str {
+    match how {
+        How::Spinning => "spin",
+        How::Sleeping => "sleep",
+        How::Handoff => "handoff",
+        How::Kernel => "kernel",
     }
 }
 
@@ -249,7 +256,7 @@ pub fn handed_off(addr: usize, to_tid: i32) {
 pub fn timed_out(m: &RawMutex) {
     guarded(|| {
         if stats_on() {
-            table::timed_out(m.addr(), m.kind());
+            table::timed_out(m.addr(), Lock::Mutex, m.kind(), Mode::Write);
         }
         if tracing() {
             trace::simple(m.addr(), "timeout");
@@ -289,6 +296,151 @@ pub fn forward_release(m: *mut pthread_mutex_t, call: impl FnOnce() -> c_int) ->
         count_unlocking(unsafe { RawMutex::from_ptr(m) });
     }
     call()
+}
+
+// ---------------------------------------------------------------------------------
+// Reader-writer locks. The rwlock code calls these with the lock's address and its
+// recorded kind, never with the lock itself: after a release only the address is left.
+
+/// `pthread_rwlock_init` made an rwlock at `addr`: a new instance of the caller's class.
+pub fn rw_born(addr: usize, kind: i32) {
+    if stats_on() {
+        guarded(|| table::born(addr, Lock::RwLock, kind));
+    }
+}
+
+/// The caller now holds the rwlock at `addr` in `mode` (any acquisition). Statistics
+/// only; one relaxed load when they are off.
+#[inline(always)]
+pub fn rw_locked(addr: usize, kind: i32, mode: Mode) {
+    if stats_on() {
+        count_rw_locked(addr, kind, mode);
+    }
+}
+
+/// The caller is about to release the rwlock at `addr`, which it holds in `mode`.
+#[inline(always)]
+pub fn rw_unlocking(addr: usize, mode: Mode) {
+    if stats_on() {
+        count_rw_unlocking(addr, mode);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn count_rw_locked(addr: usize, kind: i32, mode: Mode) {
+    guarded(|| table::rw_locked(addr, kind, mode, crate::thread::tid(), sys::now_ns()));
+}
+
+#[cold]
+#[inline(never)]
+fn count_rw_unlocking(addr: usize, mode: Mode) {
+    guarded(|| table::rw_unlocking(addr, mode, sys::now_ns()));
+}
+
+/// A contended acquisition of the rwlock at `addr` in `mode` ended; `started_ns` is when
+/// it found the lock busy. Inlined into the rwlock's (cold) waiting code: one frame fewer
+/// under the trace event (see tests/host.rs on stack use).
+#[inline(always)]
+pub fn rw_acquired(addr: usize, kind: i32, mode: Mode, a: Acquired, started_ns: u64) {
+    let wait_ns = sys::now_ns().saturating_sub(started_ns);
+    if stats_on() {
+        count_rw_contended(addr, kind, mode, a, wait_ns);
+    }
+    if tracing() {
+        trace_rw_acquired(addr, mode, a, wait_ns);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn count_rw_contended(addr: usize, kind: i32, mode: Mode, a: Acquired, wait_ns: u64) {
+    guarded(|| table::rw_contended(addr, kind, mode, a.spins, a.sleeps, wait_ns));
+}
+
+#[cold]
+#[inline(never)]
+fn trace_rw_acquired(addr: usize, mode: Mode, a: Acquired, wait_ns: u64) {
+    guarded(|| trace::rw_acquired(addr, mode.name(), how_name(a.how), a.spins, a.sleeps, wait_ns));
+}
+
+#[cold]
+#[inline(never)]
+pub fn rw_gave_up_spinning(addr: usize, mode: Mode, spun: u32, budget: u32, why: GiveUp) {
+    if tracing() {
+        guarded(|| trace::rw_spin_give_up(addr, mode.name(), why.name(), spun, budget));
+    }
+}
+
+/// A waiter of `mode` goes to sleep on the rwlock at `addr`.
+#[inline]
+pub fn rw_sleeping(addr: usize, mode: Mode) {
+    if tracing() {
+        rw_sleep(addr, mode);
+    }
+}
+
+/// A release (or a waiter that gave up) woke `woken` sleepers of `mode` of the rwlock at
+/// `addr`, which may be gone already.
+#[inline]
+pub fn rw_woke(addr: usize, mode: Mode, woken: i32) {
+    if tracing() {
+        rw_wake(addr, mode, woken);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn rw_wake(addr: usize, mode: Mode, woken: i32) {
+    guarded(|| trace::rw_wake(addr, mode.name(), woken));
+}
+
+#[cold]
+#[inline(never)]
+fn rw_sleep(addr: usize, mode: Mode) {
+    guarded(|| trace::rw_sleep(addr, mode.name()));
+}
+
+/// A timed rwlock acquisition in `mode` gave up.
+#[cold]
+#[inline(never)]
+pub fn rw_timed_out(addr: usize, kind: i32, mode: Mode) {
+    if stats_on() {
+        guarded(|| table::timed_out(addr, Lock::RwLock, kind, mode));
+    }
+    if tracing() {
+        guarded(|| trace::rw_timeout(addr, mode.name()));
+    }
+}
+
+/// An rwlock acquisition forwarded to glibc while tracing or statistics are on. `busy`:
+/// glibc's bytes said on entry that the caller would have to wait. Statistics see it
+/// like one of ours (contended when busy); tracing notes it when it was contended or
+/// failed.
+pub fn rw_forward_acquire(
+    addr: usize,
+    kind: i32,
+    mode: Mode,
+    busy: bool,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let started = sys::now_ns();
+    let result = call();
+    let wait_ns = sys::now_ns() - started;
+    guarded(|| {
+        if stats_on() && result == 0 {
+            if busy {
+                table::rw_contended(addr, kind, mode, 0, 0, wait_ns);
+            }
+            table::rw_locked(addr, kind, mode, crate::thread::tid(), sys::now_ns());
+        } else if stats_on() && result == libc::ETIMEDOUT {
+            table::timed_out(addr, Lock::RwLock, kind, mode);
+        }
+        if tracing() && (busy || result != 0) {
+            trace::rw_forward(addr, mode.name(), result, wait_ns);
+        }
+    });
+    result
 }
 
 /// Counts one event lost by the writer.

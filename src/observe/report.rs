@@ -1,22 +1,25 @@
-//! The statistics report: printed at exit (by a process that locked at least one mutex),
-//! and on demand when the process receives SPINMUTEX_STATS_SIGNAL (SIGUSR2 by default).
+//! The statistics report: printed at exit (by a process that locked at least one mutex
+//! or rwlock), and on demand when the process receives SPINMUTEX_STATS_SIGNAL (SIGUSR2 by
+//! default).
 //!
 //! One data model, two renderings. The model is built in one pass over the side table:
 //! each class's counters are those of its destroyed instances plus those of its live
 //! ones; classes are listed hottest first (most contended, then longest wait, then most
 //! acquisitions), each with its hottest live instances; the classes not listed are
-//! summed in one "others" row, mutexes of no known class in one row, and mutexes that
-//! found no room in the table in an "overflow" row, so that the rows always add up to
-//! the totals exactly. [`Text`] gives mutrace's columns, [`Json`] one JSON object.
+//! summed in one "others" row, locks of no known class in one row, and locks that found
+//! no room in the table in an "overflow" row, so that the rows always add up to the
+//! totals exactly. Mutex and rwlock classes are ranked together; an rwlock's row is the
+//! sum of its read and write locks, followed by each mode's own figures. [`Text`] gives
+//! mutrace's columns, [`Json`] one JSON object.
 //!
 //! Call sites are module + offset (resolvable after the process is gone, e.g. by
 //! `spinmutex report`), with the exported symbol `dladdr` finds at exit. Nothing is
 //! symbolized here and no process is started.
 //!
-//! Writing goes through a small buffer on the stack straight to the descriptor by raw
-//! `write(2)`, and numbers are formatted by hand: the on-demand report runs inside a
-//! signal handler, on whatever stack the interrupted thread has, so it allocates
-//! nothing, takes no lock and uses well under 1 KiB of that stack.
+//! Writing goes through a small static buffer (the report lock's) straight to the
+//! descriptor by raw `write(2)`, and numbers are formatted by hand: the on-demand report
+//! runs inside a signal handler, on whatever stack the interrupted thread has, so it
+//! allocates nothing, takes no lock and uses well under 1 KiB of that stack.
 
 use core::cmp::Reverse;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -28,7 +31,7 @@ use spinmutex_names::{self as names, Invalid, Stats};
 
 use super::callsite;
 use super::output;
-use super::table::{self, Class, Figures, Instance, Sum};
+use super::table::{self, Class, Figures, Instance, Lock, Split, Sum};
 use crate::config;
 use crate::mutex::kind;
 
@@ -109,7 +112,7 @@ pub enum When {
 }
 
 /// Writes the report to SPINMUTEX_STATS_FILE or the standard error the program started
-/// with. At exit, only if the process locked at least one mutex.
+/// with. At exit, only if the process locked at least one mutex or rwlock.
 pub fn print(when: When) {
     if WRITING.swap(true, Acquire) {
         return; // another report is being written (a signal during the exit report)
@@ -139,7 +142,9 @@ fn destination() -> Option<(i32, bool)> {
 
 #[inline(never)]
 fn write_report(fd: i32, model: &Model, when: When) {
-    let mut out = Out { fd, buf: [0; 128], len: 0 };
+    // SAFETY: the report lock (WRITING) is held by our caller.
+    let buf = unsafe { &mut *BUFFER.0.get() };
+    let mut out = Out { fd, buf, len: 0 };
     if JSON.load(Relaxed) {
         model.render(&mut Json { out: &mut out, when, first_instance: true });
     } else {
@@ -160,6 +165,8 @@ type Rank = ((u64, u64, u64), Reverse<usize>);
 /// and neither takes room on the (perhaps small) stack of an interrupted thread.
 struct Model {
     classes_used: usize,
+    /// How many of them are classes of rwlocks.
+    rwlock_classes: usize,
     created: u64,
     live: u64,
     /// Every class's counters plus the overflow's.
@@ -167,6 +174,7 @@ struct Model {
     /// The unlisted classes.
     others: Sum,
     others_count: usize,
+    /// Locks of no known class (mutexes and rwlocks together).
     unknown: Sum,
     overflow: Sum,
     listed: usize,
@@ -180,6 +188,7 @@ unsafe impl Sync for ModelCell {}
 
 static MODEL: ModelCell = ModelCell(core::cell::UnsafeCell::new(Model {
     classes_used: 0,
+    rwlock_classes: 0,
     created: 0,
     live: 0,
     totals: Sum::ZERO,
@@ -191,8 +200,13 @@ static MODEL: ModelCell = ModelCell(core::cell::UnsafeCell::new(Model {
     cutoff: None,
 }));
 
-fn rank_of(sum: &Sum, index: usize) -> Rank {
-    (sum.rank(), Reverse(index))
+fn rank_of(figures: &impl Figures, index: usize) -> Rank {
+    (figures.rank(), Reverse(index))
+}
+
+/// A class's rank: by both modes together.
+fn class_rank(split: &Split, index: usize) -> Rank {
+    rank_of(&split.total(), index)
 }
 
 impl Model {
@@ -204,18 +218,25 @@ impl Model {
         let sums = unsafe { table::sums() };
         for (sum, class) in sums.iter_mut().zip(classes) {
             if class.key.load(Relaxed) != 0 {
-                *sum = class.folded.sum();
+                sum.set_to_class(class);
             }
         }
         let m = self;
-        m.unknown = table::UNKNOWN.folded.sum();
+        // Added up in place (the model is static): no copy of the counters on the stack.
+        m.unknown = Sum::ZERO;
+        m.unknown.add(&table::UNKNOWN.folded);
+        m.unknown.add(&table::UNKNOWN.folded_read);
         for instance in table::instances().iter().filter(|i| live(i)) {
             match instance.class.load(Relaxed) {
-                0 | table::UNKNOWN_CLASS => m.unknown.add(&instance.counters),
-                n => sums[n as usize - 1].add(&instance.counters),
+                0 | table::UNKNOWN_CLASS => {
+                    m.unknown.add(&instance.counters);
+                    m.unknown.add(&instance.read);
+                }
+                n => sums[n as usize - 1].add(instance),
             }
         }
         m.classes_used = 0;
+        m.rwlock_classes = 0;
         m.created = table::UNKNOWN.created.load(Relaxed);
         m.live = table::UNKNOWN.live();
         m.totals = Sum::ZERO;
@@ -226,9 +247,11 @@ impl Model {
         m.cutoff = None;
         for (i, class) in classes.iter().enumerate().filter(|(_, c)| c.key.load(Relaxed) != 0) {
             m.classes_used += 1;
+            m.rwlock_classes += usize::from(class.lock() == Lock::RwLock);
             m.created += class.created.load(Relaxed);
             m.live += class.live();
-            m.totals.merge(&sums[i]);
+            m.totals.merge(&sums[i].write);
+            m.totals.merge(&sums[i].read);
         }
         m.totals.merge(&m.unknown);
         m.totals.merge(&m.overflow);
@@ -238,8 +261,9 @@ impl Model {
             m.cutoff = Some(rank);
         }
         for (i, _) in classes.iter().enumerate().filter(|(_, c)| c.key.load(Relaxed) != 0) {
-            if m.cutoff.is_none_or(|cut| rank_of(&sums[i], i) < cut) {
-                m.others.merge(&sums[i]);
+            if m.cutoff.is_none_or(|cut| class_rank(&sums[i], i) < cut) {
+                m.others.merge(&sums[i].write);
+                m.others.merge(&sums[i].read);
                 m.others_count += 1;
             }
         }
@@ -248,14 +272,18 @@ impl Model {
     /// Feeds the report to `r`, rows in order.
     fn render(&self, r: &mut dyn Render) {
         // SAFETY: as in `build`; the sums were filled there and are only read now.
-        let sums: &[Sum] = unsafe { table::sums() };
+        let sums: &[Split] = unsafe { table::sums() };
         let classes = table::classes();
         r.head(self);
         let mut below = None;
         for n in 0..self.listed {
             let Some((index, rank)) = next_class(sums, classes, below) else { break };
             below = Some(rank);
-            r.class(n + 1, &classes[index], &sums[index]);
+            let class = &classes[index];
+            r.class(n + 1, class, &sums[index]);
+            if class.lock() == Lock::RwLock {
+                r.modes(&sums[index].read, &sums[index].write);
+            }
             hottest_instances(index as u32 + 1, r);
             r.class_end();
         }
@@ -270,6 +298,9 @@ fn hottest_instances(class: u32, r: &mut dyn Render) {
     for _ in 0..INSTANCES_PER_CLASS {
         let Some((instance, rank)) = hottest_instance(class, below) else { break };
         r.instance(instance);
+        if instance.lock() == Lock::RwLock {
+            r.modes(&instance.read, &instance.counters);
+        }
         below = Some(rank);
     }
 }
@@ -280,7 +311,7 @@ fn live(instance: &Instance) -> bool {
 
 /// Claimed classes in rank order (class index, rank), by repeated selection: no list is
 /// kept, so this runs in a signal handler's small stack.
-fn ranked<'a>(sums: &'a [Sum], classes: &'a [Class]) -> impl Iterator<Item = (usize, Rank)> + 'a {
+fn ranked<'a>(sums: &'a [Split], classes: &'a [Class]) -> impl Iterator<Item = (usize, Rank)> + 'a {
     let mut below: Option<Rank> = None;
     core::iter::from_fn(move || {
         let next = next_class(sums, classes, below)?;
@@ -291,12 +322,12 @@ fn ranked<'a>(sums: &'a [Sum], classes: &'a [Class]) -> impl Iterator<Item = (us
 
 /// The claimed class ranked highest below `below`.
 #[inline(never)]
-fn next_class(sums: &[Sum], classes: &[Class], below: Option<Rank>) -> Option<(usize, Rank)> {
+fn next_class(sums: &[Split], classes: &[Class], below: Option<Rank>) -> Option<(usize, Rank)> {
     classes
         .iter()
         .enumerate()
         .filter(|(_, c)| c.key.load(Relaxed) != 0)
-        .map(|(i, _)| (i, rank_of(&sums[i], i)))
+        .map(|(i, _)| (i, class_rank(&sums[i], i)))
         .filter(|(_, r)| below.is_none_or(|b| *r < b))
         .max_by_key(|(_, r)| *r)
 }
@@ -308,35 +339,45 @@ fn hottest_instance(class: u32, below: Option<Rank>) -> Option<(&'static Instanc
         .iter()
         .enumerate()
         .filter(|(_, i)| live(i) && i.class.load(Relaxed) == class)
-        .map(|(n, i)| (i, rank_of(&i.counters.sum(), n)))
+        .map(|(n, i)| (i, rank_of(&i.total(), n)))
         .filter(|(_, r)| below.is_none_or(|b| *r < b))
         .max_by_key(|(_, r)| *r)
 }
 
-/// A mutex kind in words: its type, then what else it is (`normal,pshared,pi`).
-fn type_name(k: i32) -> TypeName {
-    TypeName(k)
+/// A lock's kind in words: a mutex's type, then what else it is (`normal,pshared,pi`);
+/// `rwlock`, then its preference if not the default and whether it is shared
+/// (`rwlock,prefer-writer-nonrecursive,pshared`).
+fn type_name(lock: Lock, k: i32) -> TypeName {
+    TypeName(lock, k)
 }
 
-struct TypeName(i32);
+struct TypeName(Lock, i32);
 
 impl TypeName {
     fn parts(&self) -> impl Iterator<Item = &'static str> {
-        let k = self.0;
-        let base = match k & kind::TYPE_MASK {
-            kind::RECURSIVE => "recursive",
-            kind::ERRORCHECK => "errorcheck",
-            kind::ADAPTIVE => "adaptive",
-            _ => "normal",
+        let k = self.1;
+        let names: [Option<&'static str>; 5] = match self.0 {
+            Lock::Mutex => [
+                Some(match k & kind::TYPE_MASK {
+                    kind::RECURSIVE => "recursive",
+                    kind::ERRORCHECK => "errorcheck",
+                    kind::ADAPTIVE => "adaptive",
+                    _ => "normal",
+                }),
+                (k & kind::PSHARED != 0).then_some(",pshared"),
+                (k & kind::ROBUST != 0).then_some(",robust"),
+                (k & kind::PRIO_INHERIT != 0).then_some(",pi"),
+                (k & kind::PRIO_PROTECT != 0).then_some(",pp"),
+            ],
+            Lock::RwLock => [
+                Some("rwlock"),
+                (k & 3 == 1).then_some(",prefer-writer"),
+                (k & 3 == 2).then_some(",prefer-writer-nonrecursive"),
+                (k & table::RWLOCK_PSHARED != 0).then_some(",pshared"),
+                None,
+            ],
         };
-        let flags = [
-            (kind::PSHARED, ",pshared"),
-            (kind::ROBUST, ",robust"),
-            (kind::PRIO_INHERIT, ",pi"),
-            (kind::PRIO_PROTECT, ",pp"),
-        ];
-        core::iter::once(base)
-            .chain(flags.into_iter().filter(move |(bit, _)| k & bit != 0).map(|(_, name)| name))
+        names.into_iter().flatten()
     }
 
     fn len(&self) -> usize {
@@ -355,8 +396,11 @@ fn origin_name(class: &Class) -> &'static str {
 /// The pieces of a report, in the order the model gives them.
 trait Render {
     fn head(&mut self, m: &Model);
-    fn class(&mut self, rank: usize, class: &Class, sum: &Sum);
+    fn class(&mut self, rank: usize, class: &Class, sum: &Split);
     fn instance(&mut self, instance: &Instance);
+    /// After an rwlock's class or instance: its read and write figures, where the
+    /// rendering lists them apart from the row (JSON puts them inside the object).
+    fn modes(&mut self, _read: &dyn Figures, _write: &dyn Figures) {}
     fn class_end(&mut self);
     fn tail(&mut self, m: &Model);
 }
@@ -373,7 +417,7 @@ struct Text<'a> {
 const COLUMNS: [usize; 11] = [8, 6, 10, 9, 9, 12, 9, 9, 12, 9, 9];
 
 impl Text<'_> {
-    fn counters(&mut self, made: Option<(u64, u64)>, s: &impl Figures) {
+    fn counters<F: Figures + ?Sized>(&mut self, made: Option<(u64, u64)>, s: &F) {
         let o = &mut *self.out;
         match made {
             Some((created, live)) => {
@@ -405,6 +449,13 @@ impl Text<'_> {
         self.location(call);
     }
 
+    /// An rwlock's figures per mode, one line each under its row.
+    fn mode(&mut self, name: &str, figures: &dyn Figures) {
+        self.out.pad("", 5);
+        self.counters(None, figures);
+        self.out.str("    ").str(name).str("\n");
+    }
+
     fn location(&mut self, call: usize) {
         match callsite::locate(call, self.when == When::OnSignal) {
             Some(at) => {
@@ -423,7 +474,15 @@ impl Render for Text<'_> {
         let o = &mut *self.out;
         o.str("spinmutex: lock statistics for pid ").num(crate::thread::pid().max(0) as u64, 0);
         o.str(", strategy ").str(config::strategy().name()).str(": ");
-        o.num(m.classes_used as u64, 0).str(" classes, ").num(m.created, 0).str(" mutexes made (");
+        o.num(m.classes_used as u64, 0).str(" classes");
+        if m.rwlock_classes > 0 {
+            o.str(" (").num(m.rwlock_classes as u64, 0).str(" of rwlocks)");
+        }
+        o.str(", ").num(m.created, 0).str(if m.rwlock_classes > 0 {
+            " locks made ("
+        } else {
+            " mutexes made ("
+        });
         o.num(m.live, 0).str(" live); ").num(m.totals.acquisitions, 0).str(" acquisitions, ");
         o.num(m.totals.contended, 0).str(" contended\n");
         o.pad("#", 5);
@@ -438,10 +497,10 @@ impl Render for Text<'_> {
         o.str("  type                made by\n");
     }
 
-    fn class(&mut self, rank: usize, class: &Class, sum: &Sum) {
+    fn class(&mut self, rank: usize, class: &Class, sum: &Split) {
         self.out.num(rank as u64, 5);
-        self.counters(Some((class.created.load(Relaxed), class.live())), sum);
-        self.out.str("  ").kind(class.kind.load(Relaxed), 18).str("  ");
+        self.counters(Some((class.created.load(Relaxed), class.live())), &sum.total());
+        self.out.str("  ").kind(class.lock(), class.kind.load(Relaxed), 18).str("  ");
         self.out.str(origin_name(class)).str(" at ");
         let frames = class.frames.each_ref().map(|f| f.load(Relaxed));
         match frames[0] {
@@ -454,10 +513,17 @@ impl Render for Text<'_> {
     }
 
     fn instance(&mut self, instance: &Instance) {
+        let lock = instance.lock();
         self.out.pad("", 5);
-        self.counters(None, &instance.counters);
-        self.out.str("  ").kind(instance.kind.load(Relaxed), 18).str("  mutex ");
+        self.counters(None, &instance.total());
+        self.out.str("  ").kind(lock, instance.kind.load(Relaxed), 18).str("  ").str(lock.name()).str(" ");
         self.out.hex(instance.key.load(Relaxed) as u64).str("\n");
+    }
+
+    /// An rwlock's figures per mode, one line each under its row.
+    fn modes(&mut self, read: &dyn Figures, write: &dyn Figures) {
+        self.mode("read", read);
+        self.mode("write", write);
     }
 
     fn class_end(&mut self) {}
@@ -471,13 +537,13 @@ impl Render for Text<'_> {
         if m.unknown != Sum::default() {
             self.out.pad("?", 5);
             self.counters(None, &m.unknown);
-            self.out.str("  class table full: mutexes of unknown class\n");
+            self.out.str("  class table full: locks of unknown class\n");
         }
         let overflowed = table::OVERFLOWED_INSTANCES.load(Relaxed);
         if overflowed > 0 || m.overflow != Sum::default() {
             self.out.pad("!", 5);
             self.counters(None, &m.overflow);
-            self.out.str("  side table full: ").num(overflowed, 0).str(" times a mutex found no slot\n");
+            self.out.str("  side table full: ").num(overflowed, 0).str(" times a lock found no slot\n");
         }
         self.out.pad("=", 5);
         self.counters(Some((m.created, m.live)), &m.totals);
@@ -485,12 +551,12 @@ impl Render for Text<'_> {
         let full = table::OVERFLOWED_INSTANCES.load(Relaxed) + table::OVERFLOWED_CLASSES.load(Relaxed);
         if full > 0 {
             self.out.str("spinmutex: the side table was full; raise SPINMUTEX_STATS_SLOTS (now ");
-            self.out.num(table::classes().len() as u64, 0).str(")");
-            let unmeasured = table::HOLDS_UNMEASURED.load(Relaxed);
-            if unmeasured > 0 {
-                self.out.str("; hold times of ").num(unmeasured, 0).str(" releases could not be measured");
-            }
-            self.out.str("\n");
+            self.out.num(table::classes().len() as u64, 0).str(")\n");
+        }
+        let unmeasured = table::HOLDS_UNMEASURED.load(Relaxed);
+        if unmeasured > 0 {
+            self.out.str("spinmutex: hold times of ").num(unmeasured, 0);
+            self.out.str(" releases could not be measured (unlocked by a thread that did not lock, or too many held at once)\n");
         }
     }
 }
@@ -510,8 +576,13 @@ struct Json<'a> {
 
 impl Json<'_> {
     fn counters(&mut self, s: &impl Figures) {
+        self.counter_set("counters", s);
+    }
+
+    /// `"name":{...}`, the counter keys of every set.
+    fn counter_set(&mut self, name: &str, s: &impl Figures) {
         let o = &mut *self.out;
-        o.str("\"counters\":{\"locked\":").num(s.acquisitions(), 0);
+        o.str("\"").str(name).str("\":{\"locked\":").num(s.acquisitions(), 0);
         o.str(",\"owner_changes\":").num(s.owner_changes(), 0);
         o.str(",\"contended\":").num(s.contended(), 0);
         o.str(",\"spins\":").num(s.spins(), 0);
@@ -540,6 +611,14 @@ impl Json<'_> {
             };
         }
         self.out.str("\"");
+    }
+
+    /// An rwlock's `"read"` and `"write"` counter sets, after its `"counters"`.
+    fn mode_sets(&mut self, read: &impl Figures, write: &impl Figures) {
+        self.out.str(",");
+        self.counter_set("read", read);
+        self.out.str(",");
+        self.counter_set("write", write);
     }
 
     #[inline(never)]
@@ -582,12 +661,17 @@ impl Render for Json<'_> {
         self.out.str(",\"classes\":[");
     }
 
-    fn class(&mut self, rank: usize, class: &Class, sum: &Sum) {
+    fn class(&mut self, rank: usize, class: &Class, sum: &Split) {
+        let lock = class.lock();
         self.out.str(if rank > 1 { ",{\"rank\":" } else { "{\"rank\":" }).num(rank as u64, 0);
-        self.out.str(",\"origin\":\"").str(origin_name(class)).str("\",\"type\":\"");
-        self.out.kind(class.kind.load(Relaxed), 0).str("\",\"mutexes\":");
+        self.out.str(",\"origin\":\"").str(origin_name(class));
+        self.out.str("\",\"lock\":\"").str(lock.name()).str("\",\"type\":\"");
+        self.out.kind(lock, class.kind.load(Relaxed), 0).str("\",\"mutexes\":");
         self.out.num(class.created.load(Relaxed), 0).str(",\"live\":").num(class.live(), 0).str(",");
-        self.counters(sum);
+        self.counters(&sum.total());
+        if lock == Lock::RwLock {
+            self.mode_sets(&sum.read, &sum.write);
+        }
         self.out.str(",\"frames\":[");
         let frames = class.frames.each_ref().map(|f| f.load(Relaxed));
         for (i, pc) in frames.into_iter().take_while(|&pc| pc != 0).enumerate() {
@@ -601,11 +685,16 @@ impl Render for Json<'_> {
     }
 
     fn instance(&mut self, instance: &Instance) {
+        let lock = instance.lock();
         self.out.str(if self.first_instance { "{" } else { ",{" });
         self.first_instance = false;
-        self.out.str("\"mutex\":\"").hex(instance.key.load(Relaxed) as u64).str("\",\"type\":\"");
-        self.out.kind(instance.kind.load(Relaxed), 0).str("\",");
-        self.counters(&instance.counters);
+        self.out.str("\"mutex\":\"").hex(instance.key.load(Relaxed) as u64);
+        self.out.str("\",\"lock\":\"").str(lock.name()).str("\",\"type\":\"");
+        self.out.kind(lock, instance.kind.load(Relaxed), 0).str("\",");
+        self.counters(&instance.total());
+        if lock == Lock::RwLock {
+            self.mode_sets(&instance.read, &instance.counters);
+        }
         self.out.str("}");
     }
 
@@ -630,13 +719,21 @@ impl Render for Json<'_> {
 }
 
 // ---------------------------------------------------------------------------------
-// Output: a small buffer on the stack, numbers by hand.
+// Output: a small static buffer, numbers by hand.
 
 struct Out {
     fd: i32,
-    buf: [u8; 128],
+    buf: &'static mut [u8; 256],
     len: usize,
 }
+
+/// The output buffer: a static, like the model, so that it takes no room on the stack of
+/// an interrupted thread (the report lock makes it ours).
+struct BufferCell(core::cell::UnsafeCell<[u8; 256]>);
+// SAFETY: used only by the holder of the report lock (WRITING).
+unsafe impl Sync for BufferCell {}
+
+static BUFFER: BufferCell = BufferCell(core::cell::UnsafeCell::new([0; 256]));
 
 impl Out {
     fn flush(&mut self) {
@@ -666,9 +763,9 @@ impl Out {
         self.spaces(width.saturating_sub(text.len()) + 1).str(text)
     }
 
-    /// A mutex kind in words, left-aligned in `width` columns.
-    fn kind(&mut self, k: i32, width: usize) -> &mut Self {
-        let name = type_name(k);
+    /// A lock's kind in words, left-aligned in `width` columns.
+    fn kind(&mut self, lock: Lock, k: i32, width: usize) -> &mut Self {
+        let name = type_name(lock, k);
         for part in name.parts() {
             self.str(part);
         }

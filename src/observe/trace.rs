@@ -152,6 +152,40 @@ pub fn simple(mutex: usize, event: &'static str) {
     }
 }
 
+// Reader-writer lock events: the lock's address is the `rwlock` field, and `mode` says
+// whether the thread wants (or wakes) readers or a writer.
+
+#[inline(never)]
+pub fn rw_acquired(rwlock: usize, mode: &str, how: &str, spins: u32, sleeps: u32, wait_ns: u64) {
+    tracing::debug!(target: "spinmutex", event = "acquired", rwlock, mode, how, spins, sleeps, wait_ns);
+}
+
+#[inline(never)]
+pub fn rw_spin_give_up(rwlock: usize, mode: &str, reason: &str, spins: u32, budget: u32) {
+    tracing::trace!(target: "spinmutex", event = "spin_give_up", rwlock, mode, reason, spins, budget);
+}
+
+#[inline(never)]
+pub fn rw_wake(rwlock: usize, mode: &str, woken: i32) {
+    tracing::trace!(target: "spinmutex", event = "wake", rwlock, mode, woken);
+}
+
+#[inline(never)]
+pub fn rw_forward(rwlock: usize, mode: &str, result: i32, wait_ns: u64) {
+    tracing::debug!(target: "spinmutex", event = "forward", rwlock, mode, result, wait_ns);
+}
+
+/// A waiter of `mode` goes to sleep.
+#[inline(never)]
+pub fn rw_sleep(rwlock: usize, mode: &str) {
+    tracing::trace!(target: "spinmutex", event = "sleep", rwlock, mode);
+}
+
+#[inline(never)]
+pub fn rw_timeout(rwlock: usize, mode: &str) {
+    tracing::debug!(target: "spinmutex", event = "timeout", rwlock, mode);
+}
+
 /// Formats events as JSON lines or `key=value` text and appends them to the trace.
 struct LineWriter;
 
@@ -220,8 +254,8 @@ impl Visit for Fields<'_> {
     fn record_u64(&mut self, field: &Field, value: u64) {
         self.key(field);
         match (field.name(), self.json) {
-            ("mutex", true) => self.line.push(b"\"").push_hex(value).push(b"\""),
-            ("mutex", false) => self.line.push_hex(value),
+            ("mutex" | "rwlock", true) => self.line.push(b"\"").push_hex(value).push(b"\""),
+            ("mutex" | "rwlock", false) => self.line.push_hex(value),
             _ => self.line.push_u64(value),
         };
     }

@@ -2,6 +2,10 @@
 //! strategy each forwards to glibc's own function; otherwise the rwlock's bytes are
 //! served by [`RawRwLock`]. `init` and `destroy` are always glibc's (see `mod.rs`).
 //!
+//! Statistics and tracing of the served calls happen inside [`RawRwLock`]; with either
+//! on, forwarded calls go through [`forward_observed`], which sees them the way forwarded
+//! mutex calls are seen.
+//!
 //! One unversioned definition here satisfies every version a program may have bound:
 //! `pthread_rwlock_*@GLIBC_2.2.5` and `@GLIBC_2.34`, `clock*lock@GLIBC_2.30`, and the old
 //! `__pthread_rwlock_*@GLIBC_2.2.5` aliases (defined at the end).
@@ -10,6 +14,7 @@ use libc::{c_int, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec};
 
 use super::RawRwLock;
 use crate::config;
+use crate::observe::{self, Mode};
 use crate::real;
 use crate::sys::{self, Deadline};
 
@@ -30,6 +35,105 @@ fn forwarded() -> bool {
 unsafe fn ours<'a>(l: *mut pthread_rwlock_t) -> &'a RawRwLock {
     // SAFETY: see above.
     unsafe { RawRwLock::from_ptr(l) }
+}
+
+/// A call this library forwards (its arguments beside it: a clock and a deadline for the
+/// timed ones).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Call {
+    RdLock,
+    TryRdLock,
+    TimedRdLock,
+    ClockRdLock,
+    WrLock,
+    TryWrLock,
+    TimedWrLock,
+    ClockWrLock,
+    Unlock,
+}
+
+impl Call {
+    fn mode(self) -> Mode {
+        match self {
+            Call::RdLock | Call::TryRdLock | Call::TimedRdLock | Call::ClockRdLock => Mode::Read,
+            _ => Mode::Write,
+        }
+    }
+}
+
+/// Passes a call to glibc's own function, so that statistics and tracing see it when
+/// either is on. Plain forwarding (both off) does not pay for what this adds: the calls
+/// stay tail calls.
+///
+/// # Safety
+/// The caller's arguments, as glibc's function takes them (`clock` and `at` only for the
+/// timed calls that take them).
+#[inline(always)]
+unsafe fn forward(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *const timespec) -> c_int {
+    if observe::enabled() {
+        // SAFETY: as above.
+        return unsafe { forward_observed(l, call, clock, at) };
+    }
+    // SAFETY: as above.
+    unsafe { glibc(l, call, clock, at) }
+}
+
+/// glibc's function for `call`.
+///
+/// # Safety
+/// As [`forward`].
+#[inline(always)]
+unsafe fn glibc(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *const timespec) -> c_int {
+    // SAFETY (every arm): the caller's arguments go to glibc unchanged.
+    unsafe {
+        match call {
+            Call::RdLock => real::rwlock_rdlock(l),
+            Call::TryRdLock => real::rwlock_tryrdlock(l),
+            Call::TimedRdLock => real::rwlock_timedrdlock(l, at),
+            Call::ClockRdLock => real::rwlock_clockrdlock(l, clock, at),
+            Call::WrLock => real::rwlock_wrlock(l),
+            Call::TryWrLock => real::rwlock_trywrlock(l),
+            Call::TimedWrLock => real::rwlock_timedwrlock(l, at),
+            Call::ClockWrLock => real::rwlock_clockwrlock(l, clock, at),
+            Call::Unlock => real::rwlock_unlock(l),
+        }
+    }
+}
+
+/// [`forward`] with statistics or tracing on: a try that fails is neither contended nor
+/// an acquisition; the others are contended when glibc's bytes say they would wait.
+///
+/// # Safety
+/// As [`forward`].
+#[cold]
+#[inline(never)]
+unsafe fn forward_observed(
+    l: *mut pthread_rwlock_t,
+    call: Call,
+    clock: clockid_t,
+    at: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's rwlock; only read here, through atomics.
+    let lock = unsafe { ours(l) };
+    // SAFETY (both closures): the caller's arguments go to glibc unchanged.
+    let glibc = || unsafe { glibc(l, call, clock, at) };
+    if call == Call::Unlock {
+        if observe::stats_on() {
+            lock.note_unlocking();
+        }
+        return glibc();
+    }
+    let mode = call.mode();
+    if matches!(call, Call::TryRdLock | Call::TryWrLock) {
+        let r = glibc();
+        if r == 0 && observe::stats_on() {
+            lock.note_locked(mode);
+        }
+        return r;
+    }
+    let busy = lock.glibc_busy(mode);
+    let (addr, kind) = lock.identity();
+    observe::rw_forward_acquire(addr, kind, mode, busy, glibc)
 }
 
 /// The deadline of a timed call, checked as glibc checks it before anything else: an
@@ -54,7 +158,7 @@ unsafe fn deadline(clock: clockid_t, abstime: *const timespec) -> Result<Option<
 pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_rdlock(l) };
+        return unsafe { forward(l, Call::RdLock, 0, core::ptr::null()) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -65,7 +169,7 @@ pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_in
 pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_tryrdlock(l) };
+        return unsafe { forward(l, Call::TryRdLock, 0, core::ptr::null()) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -79,7 +183,7 @@ pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
 ) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_timedrdlock(l, abstime) };
+        return unsafe { forward(l, Call::TimedRdLock, 0, abstime) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -98,7 +202,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
 ) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_clockrdlock(l, clock, abstime) };
+        return unsafe { forward(l, Call::ClockRdLock, clock, abstime) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -113,7 +217,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
 pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_wrlock(l) };
+        return unsafe { forward(l, Call::WrLock, 0, core::ptr::null()) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -124,7 +228,7 @@ pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_in
 pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_trywrlock(l) };
+        return unsafe { forward(l, Call::TryWrLock, 0, core::ptr::null()) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -138,7 +242,7 @@ pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
 ) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_timedwrlock(l, abstime) };
+        return unsafe { forward(l, Call::TimedWrLock, 0, abstime) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -157,7 +261,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
 ) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_clockwrlock(l, clock, abstime) };
+        return unsafe { forward(l, Call::ClockWrLock, clock, abstime) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -172,7 +276,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
     if forwarded() {
         // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { real::rwlock_unlock(l) };
+        return unsafe { forward(l, Call::Unlock, 0, core::ptr::null()) };
     }
     // SAFETY: the caller's rwlock pointer.
     let lock = unsafe { ours(l) };
@@ -180,21 +284,33 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_in
 }
 
 /// glibc's initialiser writes exactly the layout the protocol reads (all zero but the
-/// kind and the shared flag), so it stays glibc's under every strategy.
+/// kind and the shared flag), so it stays glibc's under every strategy. Statistics see a
+/// new instance of the caller's class.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_init(
     l: *mut pthread_rwlock_t,
     attr: *const pthread_rwlockattr_t,
 ) -> c_int {
     // SAFETY: the caller's arguments go to glibc unchanged.
-    unsafe { real::rwlock_init(l, attr) }
+    let r = unsafe { real::rwlock_init(l, attr) };
+    if r == 0 && observe::stats_on() {
+        // SAFETY: the rwlock glibc just initialised.
+        let (addr, kind) = unsafe { ours(l) }.identity();
+        observe::rw_born(addr, kind);
+    }
+    r
 }
 
-/// glibc 2.36's `destroy` does nothing and returns 0, whatever the lock's state.
+/// glibc 2.36's `destroy` does nothing and returns 0, whatever the lock's state. Its
+/// counters join its class's.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: the caller's rwlock goes to glibc unchanged.
-    unsafe { real::rwlock_destroy(l) }
+    let r = unsafe { real::rwlock_destroy(l) };
+    if r == 0 {
+        observe::died(l as usize);
+    }
+    r
 }
 
 /// The old double-underscore names (`__pthread_rwlock_*@GLIBC_2.2.5`).

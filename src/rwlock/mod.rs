@@ -192,6 +192,7 @@ use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 use libc::{c_int, pthread_rwlock_t};
 
+use crate::observe::{self, Mode};
 use crate::sys::{self, Deadline};
 
 /// A writer holds the lock.
@@ -214,6 +215,12 @@ pub const MAX_READERS: u64 = (1 << 28) - 1;
 /// `__flags` of the writer-preferring kind that blocks new readers
 /// (`PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`).
 const PREFER_WRITER_NONRECURSIVE: u32 = 2;
+
+/// glibc's `__readers` bits (`nptl/pthread_rwlock_common.c`), read only to estimate
+/// contention of forwarded calls for statistics.
+const GLIBC_WRPHASE: u32 = 1;
+const GLIBC_WRLOCKED: u32 = 2;
+const GLIBC_READER_SHIFT: u32 = 3;
 
 /// The futex bitsets of the two wait queues on the gate.
 const READER_QUEUE: u32 = 1;
@@ -290,13 +297,16 @@ struct GateAddr {
 
 impl GateAddr {
     /// Wakes whom `wake` names: readers first, so that under the reader-preferring kinds
-    /// they enter before the writer that is woken with them.
+    /// they enter before the writer that is woken with them. (The trace is told with the
+    /// address only: the lock may be gone.)
     fn wake(self, wake: Wake) {
         if wake.readers {
-            sys::futex_wake_bitset(self.word, i32::MAX, READER_QUEUE, self.shared);
+            let woken = sys::futex_wake_bitset(self.word, i32::MAX, READER_QUEUE, self.shared);
+            observe::rw_woke(self.word as usize, Mode::Read, woken);
         }
         if wake.writer {
-            sys::futex_wake_bitset(self.word, 1, WRITER_QUEUE, self.shared);
+            let woken = sys::futex_wake_bitset(self.word, 1, WRITER_QUEUE, self.shared);
+            observe::rw_woke(self.word as usize, Mode::Write, woken);
         }
     }
 }
@@ -314,6 +324,83 @@ impl RawRwLock {
     #[inline(always)]
     fn shared(&self) -> bool {
         self.shared.load(Relaxed) != 0
+    }
+
+    /// The lock's address: what statistics key it by and the trace names it with.
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const RawRwLock as usize
+    }
+
+    /// The kind statistics record: the `PTHREAD_RWLOCK_PREFER_*_NP` value and whether it
+    /// is process-shared (both fields glibc's `init` writes, read the same way under
+    /// glibc's protocol and ours).
+    fn recorded_kind(&self) -> i32 {
+        observe::rwlock_kind(self.flags.load(Relaxed), self.shared())
+    }
+
+    /// The end of every acquisition that succeeds: 0, counted first when statistics are
+    /// on (one relaxed load and a branch when they are off; the count is a tail call, so
+    /// the fast paths keep no frame).
+    #[inline(always)]
+    fn acquired(&self, mode: Mode) -> c_int {
+        if observe::stats_on() {
+            return self.note_locked(mode);
+        }
+        0
+    }
+
+    /// Statistics: the caller has just taken the lock in `mode`. Returns 0.
+    #[cold]
+    #[inline(never)]
+    pub fn note_locked(&self, mode: Mode) -> c_int {
+        observe::rw_locked(self.addr(), self.recorded_kind(), mode);
+        0
+    }
+
+    /// Statistics, before an unlock: the mode the caller holds the lock in, if it holds
+    /// it. Read the same way under glibc's protocol: glibc too keeps the write owner's
+    /// id in `__cur_writer`.
+    #[cold]
+    #[inline(never)]
+    pub fn note_unlocking(&self) {
+        let mode = if self.cur_writer.load(Relaxed) == crate::thread::tid() {
+            Mode::Write
+        } else if self.held_by_readers() {
+            Mode::Read
+        } else {
+            return; // the caller holds nothing: the unlock changes nothing either
+        };
+        observe::rw_unlocking(self.addr(), mode);
+    }
+
+    /// Whether readers may hold the lock, under the protocol in force: ours, or glibc's
+    /// (whose `__readers` counts readers from bit 3) when the strategy forwards.
+    fn held_by_readers(&self) -> bool {
+        let state = self.state.load(Relaxed);
+        if crate::config::row().serves {
+            readers(state) != 0
+        } else {
+            gate(state) >> GLIBC_READER_SHIFT != 0
+        }
+    }
+
+    /// Under glibc's protocol (the strategy forwards): whether glibc's bytes say a
+    /// caller that wants `mode` would have to wait. A reader waits in a write phase with
+    /// the write lock held; a writer, while the write lock is held or readers are in
+    /// (glibc 2.36's `nptl/pthread_rwlock_common.c`). An estimate, taken on entry, as for
+    /// forwarded mutexes.
+    pub fn glibc_busy(&self, mode: Mode) -> bool {
+        let readers_word = gate(self.state.load(Relaxed));
+        match mode {
+            Mode::Read => readers_word & (GLIBC_WRPHASE | GLIBC_WRLOCKED) == GLIBC_WRPHASE | GLIBC_WRLOCKED,
+            Mode::Write => readers_word & GLIBC_WRLOCKED != 0 || readers_word >> GLIBC_READER_SHIFT != 0,
+        }
+    }
+
+    /// The recorded kind and address, for the forwarded paths' statistics.
+    pub fn identity(&self) -> (usize, i32) {
+        (self.addr(), self.recorded_kind())
     }
 
     /// The kind that keeps new readers out while a writer waits.
@@ -361,13 +448,13 @@ impl RawRwLock {
 
     /// `pthread_rwlock_rdlock` and its timed variants (the caller has checked the
     /// timespec and clock).
-    #[inline]
+    #[inline(always)]
     pub fn read_lock(&self, deadline: Option<&Deadline>) -> c_int {
         if self.alone() {
             let state = self.state.load(Relaxed);
             if !self.blocks_readers(state) && readers(state) < MAX_READERS {
                 self.state.store(state + ONE_READER, Relaxed);
-                return 0;
+                return self.acquired(Mode::Read);
             }
             return self.read_lock_refused(state, false, deadline);
         }
@@ -375,7 +462,7 @@ impl RawRwLock {
         // compare-and-swap, which fails whenever another reader got there first.
         let before = self.state.fetch_add(ONE_READER, Acquire);
         if !self.blocks_readers(before) && readers(before) < MAX_READERS {
-            return 0;
+            return self.acquired(Mode::Read);
         }
         self.read_lock_refused(before, true, deadline)
     }
@@ -396,10 +483,25 @@ impl RawRwLock {
         if readers(before) >= MAX_READERS {
             return libc::EAGAIN;
         }
+        let started = if observe::enabled() { sys::now_ns() } else { 0 };
         match wait::read(self, deadline) {
-            Ok(()) => 0,
-            Err(e) => e,
+            Ok(how) => {
+                if started != 0 {
+                    observe::rw_acquired(self.addr(), self.recorded_kind(), Mode::Read, how, started);
+                }
+                self.acquired(Mode::Read)
+            }
+            Err(e) => self.failed(e, Mode::Read),
         }
+    }
+
+    /// A waiting lock call ends without the lock: the trace and statistics see a timeout.
+    #[cold]
+    fn failed(&self, e: c_int, mode: Mode) -> c_int {
+        if e == libc::ETIMEDOUT && observe::enabled() {
+            observe::rw_timed_out(self.addr(), self.recorded_kind(), mode);
+        }
+        e
     }
 
     /// `pthread_rwlock_tryrdlock`: `EBUSY` when a reader may not enter now, `EAGAIN` at
@@ -416,7 +518,7 @@ impl RawRwLock {
             // Retried until the state says no: a try that fails only because another
             // reader moved the count would be a spurious failure, which POSIX forbids.
             match self.state.compare_exchange_weak(state, state + ONE_READER, Acquire, Relaxed) {
-                Ok(_) => return 0,
+                Ok(_) => return self.acquired(Mode::Read),
                 Err(now) => state = now,
             }
         }
@@ -440,7 +542,7 @@ impl RawRwLock {
 
     /// `pthread_rwlock_wrlock` and its timed variants (the caller has checked the
     /// timespec and clock).
-    #[inline]
+    #[inline(always)]
     pub fn write_lock(&self, deadline: Option<&Deadline>) -> c_int {
         let acquired = if self.alone() {
             let free = self.state.load(Relaxed) == 0;
@@ -455,7 +557,7 @@ impl RawRwLock {
             return self.write_lock_contended(deadline);
         }
         self.cur_writer.store(crate::thread::tid(), Relaxed);
-        0
+        self.acquired(Mode::Write)
     }
 
     #[cold]
@@ -466,11 +568,17 @@ impl RawRwLock {
         if self.cur_writer.load(Relaxed) == tid {
             return libc::EDEADLK;
         }
-        if let Err(e) = wait::write(self, deadline) {
-            return e;
+        let started = if observe::enabled() { sys::now_ns() } else { 0 };
+        match wait::write(self, deadline) {
+            Ok(how) => {
+                self.cur_writer.store(tid, Relaxed);
+                if started != 0 {
+                    observe::rw_acquired(self.addr(), self.recorded_kind(), Mode::Write, how, started);
+                }
+                self.acquired(Mode::Write)
+            }
+            Err(e) => self.failed(e, Mode::Write),
         }
-        self.cur_writer.store(tid, Relaxed);
-        0
     }
 
     /// `pthread_rwlock_trywrlock`: `EBUSY` unless the lock is idle.
@@ -488,7 +596,7 @@ impl RawRwLock {
             ) {
                 Ok(_) => {
                     self.cur_writer.store(crate::thread::tid(), Relaxed);
-                    return 0;
+                    return self.acquired(Mode::Write);
                 }
                 Err(now) => state = now,
             }
@@ -507,9 +615,25 @@ impl RawRwLock {
     }
 
     /// `pthread_rwlock_unlock`: a write unlock if the caller holds the write lock, else a
-    /// read unlock. Always 0, as in glibc.
-    #[inline]
+    /// read unlock. Always 0, as in glibc. Statistics count it first: after the release
+    /// the lock is not ours to look at.
+    #[inline(always)]
     pub fn unlock(&self) -> c_int {
+        if observe::stats_on() {
+            return self.unlock_counted();
+        }
+        self.release()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unlock_counted(&self) -> c_int {
+        self.note_unlocking();
+        self.release()
+    }
+
+    #[inline(always)]
+    fn release(&self) -> c_int {
         let state = self.state.load(Relaxed);
         if state & WRITE_LOCKED != 0 {
             // While a writer holds the lock no reader can: a caller that is not the writer

@@ -10,35 +10,62 @@ use super::{
     gate, idle, queued_writers, RawRwLock, Wake, QUEUED_WRITER, READERS_WAITING, READER_QUEUE,
     STALE_WAITER_GRACE_NS, WRITERS_WAITING, WRITER_QUEUE, WRITE_LOCKED,
 };
+use crate::mutex::{Acquired, How};
+use crate::observe::{self, GiveUp, Mode};
 use crate::sys::{self, Deadline};
 
-/// A reader that was refused waits until it can enter, or until `deadline`.
-pub(super) fn read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int> {
+/// A reader that was refused waits until it can enter, or until `deadline`; how it got
+/// in (spinning or after sleeping, and how long it spun and how often it slept).
+/// Inlined into its one caller: one frame fewer under the trace events.
+#[inline(always)]
+pub(super) fn read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
+    let mut spins = 0;
     if !deadline.is_some_and(passed) {
         let budget = policy::budget(lock.spin_estimate());
-        if budget > 0 && spin_read(lock, budget)? {
-            return Ok(());
+        if budget > 0 {
+            match spin_read(lock, budget)? {
+                Ok(used) => return Ok(Acquired { how: How::Spinning, spins: used, sleeps: 0 }),
+                Err((why, used)) => {
+                    gave_up(lock, Mode::Read, used, budget, why);
+                    spins = used;
+                }
+            }
         }
     }
-    sleep_read(lock, deadline)
+    let sleeps = sleep_read(lock, deadline)?;
+    Ok(Acquired { how: How::Sleeping, spins, sleeps })
 }
 
 /// A writer that was refused waits until it has the lock, or until `deadline`.
-pub(super) fn write(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int> {
+/// Inlined into its one caller, as `read`.
+#[inline(always)]
+pub(super) fn write(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
     // Under writer preference the writer queues itself before it spins: from here on no
     // new reader enters, so the readers inside drain while it spins.
     let registered = lock.prefers_writers();
     if registered {
         lock.state.fetch_add(QUEUED_WRITER, Relaxed);
     }
+    let mut spins = 0;
     if !deadline.is_some_and(passed) {
         let budget = policy::budget(lock.spin_estimate());
-        if budget > 0 && spin_write(lock, budget, registered) {
-            return Ok(());
+        if budget > 0 {
+            match spin_write(lock, budget, registered) {
+                Ok(used) => return Ok(Acquired { how: How::Spinning, spins: used, sleeps: 0 }),
+                Err((why, used)) => {
+                    gave_up(lock, Mode::Write, used, budget, why);
+                    spins = used;
+                }
+            }
         }
     }
-    sleep_write(lock, deadline, registered)
+    let sleeps = sleep_write(lock, deadline, registered)?;
+    Ok(Acquired { how: How::Sleeping, spins, sleeps })
 }
+
+// Spinning and sleeping are functions of their own (not inlined into `read` and `write`):
+// so the trace events each emits stand only on its own frame, not on the other's locals
+// as well (see tests/host.rs on stack use).
 
 /// Exponential back-off between reads of the state, as the mutex spins.
 struct Spinner {
@@ -77,17 +104,39 @@ impl Spinner {
         let won_after = won.then_some(self.used);
         lock.set_spin_estimate(policy::next_estimate(lock.spin_estimate(), won_after));
     }
+
+    /// How the spin ended, for its caller.
+    fn end(&self, lock: &RawRwLock, gave_up: Option<GiveUp>) -> Spun {
+        self.learn(lock, gave_up.is_none());
+        match gave_up {
+            None => Ok(self.used),
+            Some(why) => Err((why, self.used)),
+        }
+    }
 }
 
-/// Spins reading the state until a reader may enter; `Ok(true)` when in.
-fn spin_read(lock: &RawRwLock, budget: u32) -> Result<bool, c_int> {
+/// How a spin ended: won after so many pause iterations, or gave up (why, after how
+/// many).
+type Spun = Result<u32, (GiveUp, u32)>;
+
+/// Tells the trace why spinning stopped short of the lock. (Called by the waiting code
+/// after the spin function returned: one frame fewer under the event.)
+fn gave_up(lock: &RawRwLock, mode: Mode, used: u32, budget: u32, why: GiveUp) {
+    if observe::enabled() {
+        observe::rw_gave_up_spinning(lock.addr(), mode, used, budget, why);
+    }
+}
+
+/// Spins reading the state until a reader may enter.
+#[inline(never)]
+fn spin_read(lock: &RawRwLock, budget: u32) -> Result<Spun, c_int> {
     let mut spinner = Spinner::new(budget);
     let mut state = lock.state.load(Relaxed);
     let mut was_open = false;
-    let won = loop {
+    let gave_up = loop {
         if !lock.blocks_readers(state) {
             if lock.try_enter_as_reader(state)? {
-                break true;
+                break None;
             }
             // Usually another reader moved the count: look again at once.
             state = lock.state.load(Relaxed);
@@ -97,27 +146,27 @@ fn spin_read(lock: &RawRwLock, budget: u32) -> Result<bool, c_int> {
         if was_open {
             was_open = false;
             if !spinner.lost_race() {
-                break false;
+                break Some(GiveUp::LostRaces);
             }
         }
         if !spinner.pause() {
-            break false;
+            break Some(GiveUp::Budget);
         }
         state = lock.state.load(Relaxed);
     };
-    spinner.learn(lock, won);
-    Ok(won)
+    Ok(spinner.end(lock, gave_up))
 }
 
 /// Spins reading the state until the lock is idle and this writer takes it.
-fn spin_write(lock: &RawRwLock, budget: u32, registered: bool) -> bool {
+#[inline(never)]
+fn spin_write(lock: &RawRwLock, budget: u32, registered: bool) -> Spun {
     let mut spinner = Spinner::new(budget);
     let mut state = lock.state.load(Relaxed);
     let mut was_open = false;
-    let won = loop {
+    let gave_up = loop {
         if lock.open_for_writer(state) {
             if lock.try_enter_as_writer(state, registered, false) {
-                break true;
+                break None;
             }
             state = lock.state.load(Relaxed);
             was_open = true;
@@ -126,24 +175,26 @@ fn spin_write(lock: &RawRwLock, budget: u32, registered: bool) -> bool {
         if was_open {
             was_open = false;
             if !spinner.lost_race() {
-                break false;
+                break Some(GiveUp::LostRaces);
             }
         }
         if state & WRITERS_WAITING != 0 && policy::queue_behind_sleepers() {
-            break false;
+            break Some(GiveUp::Sleepers);
         }
         if !spinner.pause() {
-            break false;
+            break Some(GiveUp::Budget);
         }
         state = lock.state.load(Relaxed);
     };
-    spinner.learn(lock, won);
-    won
+    spinner.end(lock, gave_up)
 }
 
-/// Sleeps in the reader queue until a reader may enter, then enters.
-fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int> {
+/// Sleeps in the reader queue until a reader may enter, then enters; how many times it
+/// slept.
+#[inline(never)]
+fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<u32, c_int> {
     let addr = lock.gate_addr();
+    let mut sleeps = 0;
     // Set once queued writers have held back an idle lock for the whole grace period.
     let mut writers_presumed_gone = false;
     loop {
@@ -152,7 +203,7 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int
             if writers_presumed_gone { state & WRITE_LOCKED != 0 } else { lock.blocks_readers(state) };
         if !blocked {
             if lock.try_enter_as_reader(state)? {
-                return Ok(());
+                return Ok(sleeps);
             }
             continue;
         }
@@ -167,9 +218,10 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int
         // Blocked only by queued writers while nobody holds the lock: one of them is about
         // to take it, unless they are gone (see "No handoff, and leaving a wait").
         let held_back_by_queue = idle(state);
+        observe::rw_sleeping(lock.addr(), Mode::Read);
+        sleeps += 1;
         let r = if held_back_by_queue {
-            let grace = Deadline { clock: libc::CLOCK_MONOTONIC, at: ns_from_now(STALE_WAITER_GRACE_NS) };
-            sys::futex_wait_bitset(addr.word, gate(waiting), READER_QUEUE, Some(&grace), addr.shared)
+            sleep_for_grace(addr, gate(waiting), READER_QUEUE)
         } else {
             sys::futex_wait_bitset(addr.word, gate(waiting), READER_QUEUE, deadline, addr.shared)
         };
@@ -190,15 +242,18 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<(), c_int
     }
 }
 
-/// Sleeps in the writer queue until the lock is idle, then takes it.
-fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bool) -> Result<(), c_int> {
+/// Sleeps in the writer queue until the lock is idle, then takes it; how many times it
+/// slept.
+#[inline(never)]
+fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bool) -> Result<u32, c_int> {
     let addr = lock.gate_addr();
     let mut woken = false;
+    let mut sleeps = 0;
     loop {
         let state = lock.state.load(Relaxed);
         if lock.open_for_writer(state) {
             if lock.try_enter_as_writer(state, registered, woken) {
-                return Ok(());
+                return Ok(sleeps);
             }
             continue;
         }
@@ -219,9 +274,10 @@ fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bo
         // within microseconds, unless they are gone (a reader that left its wait with
         // `siglongjmp`), which the grace period tells.
         let held_back_by_woken_readers = idle(state);
+        observe::rw_sleeping(lock.addr(), Mode::Write);
+        sleeps += 1;
         let r = if held_back_by_woken_readers {
-            let grace = Deadline { clock: libc::CLOCK_MONOTONIC, at: ns_from_now(STALE_WAITER_GRACE_NS) };
-            sys::futex_wait_bitset(addr.word, gate(waiting), WRITER_QUEUE, Some(&grace), addr.shared)
+            sleep_for_grace(addr, gate(waiting), WRITER_QUEUE)
         } else {
             sys::futex_wait_bitset(addr.word, gate(waiting), WRITER_QUEUE, deadline, addr.shared)
         };
@@ -300,7 +356,17 @@ fn give_up_reader(lock: &RawRwLock) {
     }
 }
 
-/// Whether `d` has passed on its clock.
+/// Sleeps in `queue` while the gate reads `gate`, for at most the grace period given to
+/// waiters that may be gone. (Its own frame: the deadline is not on the stack while the
+/// caller emits its trace events.)
+#[inline(never)]
+fn sleep_for_grace(addr: super::GateAddr, gate: u32, queue: u32) -> c_int {
+    let grace = Deadline { clock: libc::CLOCK_MONOTONIC, at: ns_from_now(STALE_WAITER_GRACE_NS) };
+    sys::futex_wait_bitset(addr.word, gate, queue, Some(&grace), addr.shared)
+}
+
+/// Whether `d` has passed on its clock. (Out of line, as `sleep_for_grace`.)
+#[inline(never)]
 fn passed(d: &Deadline) -> bool {
     let mut now = timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes one timespec we own; the clock was checked on entry.
