@@ -14,6 +14,13 @@
  * and unlock pair in a multi-threaded process (with --threads 1, in a single-threaded
  * one).
  *
+ * Acquisition waits are timed on every SAMPLE_EVERY-th read and every SAMPLE_EVERY-th
+ * write of each thread (so that rare writes are sampled too) and kept in per-thread
+ * rings of the latest WAIT_SLOTS samples per mode, allocated before the start. The
+ * report gives their p50, p99 and maximum, over both modes and per mode, and the
+ * fairness figures: the fewest acquisitions of a thread against the mean, over both
+ * modes and per mode, and the share of writes done against the share asked for.
+ *
  * Output: one line on stdout of space-separated key=value pairs. Exit status 0 when the
  * data is consistent (every read saw an untorn record; the write count matches), 1
  * otherwise, 2 on bad arguments, 3 when the system refuses a resource.
@@ -43,12 +50,22 @@ struct rw_data {
     volatile unsigned long a, b;
 } __attribute__((aligned(64)));
 
+#define RW_SAMPLE_EVERY 64
+#define RW_WAIT_SLOTS 1024
+
+/* The latest wait samples of one mode of one thread. */
+struct rw_waits {
+    uint64_t *ns; /* RW_WAIT_SLOTS entries (a ring) */
+    unsigned long recorded;
+};
+
 struct rw_worker {
     pthread_t thread;
     unsigned id;
     unsigned long reads, writes, torn;
     struct rw_slot *slot;
     struct rw_data *data;
+    struct rw_waits read_waits, write_waits;
     char pad[64];
 };
 
@@ -75,6 +92,11 @@ static inline uint32_t rw_next(uint32_t *s) {
     return *s = x;
 }
 
+static inline void rw_record(struct rw_waits *waits, uint64_t ns) {
+    waits->ns[waits->recorded % RW_WAIT_SLOTS] = ns;
+    waits->recorded++;
+}
+
 static void *rw_worker_main(void *arg) {
     struct rw_worker *w = arg;
     uint32_t seed = 0x9e3779b9u * (w->id + 1);
@@ -83,14 +105,27 @@ static void *rw_worker_main(void *arg) {
     while (!__atomic_load_n(&rw_stop, __ATOMIC_RELAXED)) {
         int write = rw_write_permille != 0 && rw_next(&seed) % 1000 < rw_write_permille;
         if (write) {
-            pthread_rwlock_wrlock(&w->slot->lock);
+            /* The 64th, 128th, ... write: never the first (the start-up stampede). */
+            if (writes % RW_SAMPLE_EVERY == RW_SAMPLE_EVERY - 1) {
+                uint64_t t0 = rw_now_ns();
+                pthread_rwlock_wrlock(&w->slot->lock);
+                rw_record(&w->write_waits, rw_now_ns() - t0);
+            } else {
+                pthread_rwlock_wrlock(&w->slot->lock);
+            }
             rw_spin(rw_load);
             w->data->a++;
             w->data->b++;
             pthread_rwlock_unlock(&w->slot->lock);
             writes++;
         } else {
-            pthread_rwlock_rdlock(&w->slot->lock);
+            if (reads % RW_SAMPLE_EVERY == RW_SAMPLE_EVERY - 1) {
+                uint64_t t0 = rw_now_ns();
+                pthread_rwlock_rdlock(&w->slot->lock);
+                rw_record(&w->read_waits, rw_now_ns() - t0);
+            } else {
+                pthread_rwlock_rdlock(&w->slot->lock);
+            }
             rw_spin(rw_load);
             torn += w->data->a != w->data->b;
             pthread_rwlock_unlock(&w->slot->lock);
@@ -124,6 +159,56 @@ static int rw_parse(const char *s, unsigned long max, unsigned long *out) {
 }
 
 static double rw_tv(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
+
+/* Nanoseconds per pause: the best of several timed batches (preemption only ever makes
+ * a batch slower, so the minimum is the least disturbed estimate). */
+static double rw_pause_ns(void) {
+    double best = 0.0;
+    for (int round = 0; round < 7; round++) {
+        uint64_t t0 = rw_now_ns();
+        rw_spin(20000);
+        double per = (double)(rw_now_ns() - t0) / 20000.0;
+        if (round == 0 || per < best) best = per;
+    }
+    return best;
+}
+
+static int rw_cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* p50, p99 and maximum of the samples of the modes asked for (read, write or both), in
+ * `out`; all 0 without samples. Returns how many samples there were, or -1 when memory
+ * runs out. */
+static long rw_percentiles(struct rw_worker *workers, unsigned long threads, int reads, int writes,
+                           uint64_t out[3]) {
+    unsigned long n = 0;
+    out[0] = out[1] = out[2] = 0;
+    for (unsigned long t = 0; t < threads; t++) {
+        if (reads) n += workers[t].read_waits.recorded < RW_WAIT_SLOTS ? workers[t].read_waits.recorded : RW_WAIT_SLOTS;
+        if (writes) n += workers[t].write_waits.recorded < RW_WAIT_SLOTS ? workers[t].write_waits.recorded : RW_WAIT_SLOTS;
+    }
+    if (n == 0) return 0;
+    uint64_t *all = malloc(n * sizeof *all);
+    if (all == NULL) return -1;
+    unsigned long k = 0;
+    for (unsigned long t = 0; t < threads; t++) {
+        struct rw_waits *modes[2] = {reads ? &workers[t].read_waits : NULL, writes ? &workers[t].write_waits : NULL};
+        for (int m = 0; m < 2; m++) {
+            if (modes[m] == NULL) continue;
+            unsigned long c = modes[m]->recorded < RW_WAIT_SLOTS ? modes[m]->recorded : RW_WAIT_SLOTS;
+            memcpy(all + k, modes[m]->ns, c * sizeof *all);
+            k += c;
+        }
+    }
+    qsort(all, n, sizeof *all, rw_cmp_u64);
+    out[0] = all[(n - 1) / 2];
+    out[1] = all[(unsigned long)((double)(n - 1) * 0.99)];
+    out[2] = all[n - 1];
+    free(all);
+    return (long)n;
+}
 
 int spinmutex_rwlock_main(int argc, char **argv) {
     unsigned long threads = 4, duration_ms = 300, timeout_s = 0, load = 10, permille = 10;
@@ -168,6 +253,15 @@ int spinmutex_rwlock_main(int argc, char **argv) {
         fprintf(stderr, "rwlock workload: out of memory\n");
         return 3;
     }
+    for (unsigned long t = 0; t < threads; t++) {
+        workers[t].read_waits.ns = calloc(RW_WAIT_SLOTS, sizeof(uint64_t));
+        workers[t].write_waits.ns = calloc(RW_WAIT_SLOTS, sizeof(uint64_t));
+        if (!workers[t].read_waits.ns || !workers[t].write_waits.ns) {
+            fprintf(stderr, "rwlock workload: out of memory\n");
+            return 3;
+        }
+    }
+    double pause_ns = rw_pause_ns();
     pthread_rwlockattr_t attr;
     pthread_rwlockattr_init(&attr);
     pthread_rwlockattr_setkind_np(&attr, kind);
@@ -207,27 +301,52 @@ int spinmutex_rwlock_main(int argc, char **argv) {
     alarm(0);
 
     unsigned long reads = 0, writes = 0, torn = 0, min_ops = 0, max_ops = 0, data_writes = 0;
+    unsigned long min_reads = 0, min_writes = 0;
     for (unsigned long t = 0; t < threads; t++) {
         unsigned long ops = workers[t].reads + workers[t].writes;
         reads += workers[t].reads;
         writes += workers[t].writes;
         torn += workers[t].torn;
         if (t == 0 || ops < min_ops) min_ops = ops;
+        if (t == 0 || workers[t].reads < min_reads) min_reads = workers[t].reads;
+        if (t == 0 || workers[t].writes < min_writes) min_writes = workers[t].writes;
         if (ops > max_ops) max_ops = ops;
     }
+    uint64_t all_w[3], read_w[3], write_w[3];
+    long samples = rw_percentiles(workers, threads, 1, 1, all_w);
+    long read_samples = rw_percentiles(workers, threads, 1, 0, read_w);
+    long write_samples = rw_percentiles(workers, threads, 0, 1, write_w);
+    if (samples < 0 || read_samples < 0 || write_samples < 0) {
+        fprintf(stderr, "rwlock workload: out of memory\n");
+        return 3;
+    }
+    double ops_total = (double)(reads + writes);
+    /* The share of writes done against the share asked for (1 when no writes asked). */
+    double write_share = permille == 0 ? 1.0 : ops_total > 0 ? ((double)writes / ops_total) / ((double)permille / 1000.0) : 0.0;
     for (size_t s = 0; s < nslots; s++) data_writes += datas[s].a;
     double elapsed = (double)(stop - start) / 1e9;
     double cpu = rw_tv(ru1.ru_utime) - rw_tv(ru0.ru_utime) + rw_tv(ru1.ru_stime) - rw_tv(ru0.ru_stime);
     int ok = torn == 0 && data_writes == writes;
     printf("threads=%lu load=%lu write_permille=%lu kind=%s layout=%s ops=%lu reads=%lu writes=%lu "
-           "elapsed_s=%.6f ops_per_s=%.1f ns_per_op=%.2f cpu_s=%.6f min_thread_ops=%lu max_thread_ops=%lu "
+           "elapsed_s=%.6f ops_per_s=%.1f ns_per_op=%.2f cpu_s=%.6f min_thread_ops=%lu mean_thread_ops=%.1f "
+           "max_thread_ops=%lu min_thread_reads=%lu mean_thread_reads=%.1f min_thread_writes=%lu "
+           "mean_thread_writes=%.1f write_share=%.4f wait_samples=%ld wait_p50_ns=%llu wait_p99_ns=%llu "
+           "wait_max_ns=%llu read_wait_samples=%ld read_wait_p99_ns=%llu read_wait_max_ns=%llu "
+           "write_wait_samples=%ld write_wait_p99_ns=%llu write_wait_max_ns=%llu pause_ns=%.3f "
            "vol_ctx=%ld invol_ctx=%ld torn=%lu data_ok=%d\n",
            threads, load, permille, kind_name, private_locks ? "private" : "shared", reads + writes, reads, writes,
-           elapsed, elapsed > 0 ? (double)(reads + writes) / elapsed : 0.0,
-           reads + writes ? elapsed * 1e9 * (double)threads / (double)(reads + writes) : 0.0, cpu, min_ops, max_ops,
-           ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, torn, ok);
+           elapsed, elapsed > 0 ? ops_total / elapsed : 0.0, ops_total > 0 ? elapsed * 1e9 * (double)threads / ops_total : 0.0,
+           cpu, min_ops, ops_total / (double)threads, max_ops, min_reads, (double)reads / (double)threads, min_writes,
+           (double)writes / (double)threads, write_share, samples, (unsigned long long)all_w[0],
+           (unsigned long long)all_w[1], (unsigned long long)all_w[2], read_samples, (unsigned long long)read_w[1],
+           (unsigned long long)read_w[2], write_samples, (unsigned long long)write_w[1], (unsigned long long)write_w[2],
+           pause_ns, ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, torn, ok);
     fflush(stdout);
     for (size_t s = 0; s < nslots; s++) pthread_rwlock_destroy(&slots[s].lock);
+    for (unsigned long t = 0; t < threads; t++) {
+        free(workers[t].read_waits.ns);
+        free(workers[t].write_waits.ns);
+    }
     free(slots);
     free(datas);
     free(workers);

@@ -1,6 +1,7 @@
 //! Builds the C side of the command with the system compilers:
 //!
-//! * `../bench/contention.c`, the contention workload of `spinmutex bench`, into a
+//! * `../bench/contention.c`, the contention workload of `spinmutex bench`, and
+//!   `../bench/rwlock.c`, the reader-writer workload of `spinmutex bench --rwlock`, into a
 //!   static library linked into the command only (never into the preloaded library);
 //! * the few programs of `../c-tests/` that the command's tests run, into
 //!   `$OUT_DIR/c-tests/`, read by the tests from `SPINMUTEX_C_TESTS_DIR`: `ab_tiny`, and
@@ -20,17 +21,20 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
     println!("cargo:rerun-if-changed=../build-support");
 
-    let workload = Path::new("../bench/contention.c");
-    println!("cargo:rerun-if-changed={}", workload.display());
-    let obj = out.join("contention.o");
-    let mut cmd = Command::new("cc");
-    cmd.args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-fPIC", "-c", "-o"]).arg(&obj).arg(workload);
-    run(cmd, workload);
+    let mut objects = Vec::new();
+    for workload in [Path::new("../bench/contention.c"), Path::new("../bench/rwlock.c")] {
+        println!("cargo:rerun-if-changed={}", workload.display());
+        let obj = out.join(workload.with_extension("o").file_name().expect("a file name"));
+        let mut cmd = Command::new("cc");
+        cmd.args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-fPIC", "-c", "-o"]).arg(&obj).arg(workload);
+        run(cmd, workload);
+        objects.push(obj);
+    }
     let archive = out.join("libspinmutex_contention.a");
     let _ = fs::remove_file(&archive);
     let mut ar = Command::new("ar");
-    ar.arg("crs").arg(&archive).arg(&obj);
-    run(ar, workload);
+    ar.arg("crs").arg(&archive).args(&objects);
+    run(ar, Path::new("../bench"));
     println!("cargo:rustc-link-search=native={}", out.display());
     println!("cargo:rustc-link-lib=static=spinmutex_contention");
     println!("cargo:rustc-link-lib=m");

@@ -116,6 +116,19 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
+    /// The reader-writer grid instead: T threads share one pthread rwlock and take it
+    /// for writing in a fraction W of their acquisitions (--writes), else for reading
+    #[arg(long)]
+    pub rwlock: bool,
+
+    /// With --rwlock: percentages of write acquisitions, 0 to 100 [default: 0,1,10,50]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "rwlock", value_parser = parse_write_pct)]
+    pub writes: Vec<f64>,
+
+    /// With --rwlock: the rwlock's kind [default: reader]
+    #[arg(long, value_name = "KIND", requires = "rwlock", value_parser = ["reader", "writer", "writer-nonrecursive"])]
+    pub kind: Option<String>,
+
     #[command(flatten)]
     pub settings: LibSettings,
 }
@@ -342,10 +355,32 @@ struct RunRecord {
     error: Option<String>,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+pub(crate) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_interrupt(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP set [`INTERRUPTED`]: the grid stops and
+/// reports the runs done.
+pub(crate) fn catch_interrupts() {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        let h = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGINT, h);
+        libc::signal(libc::SIGTERM, h);
+        libc::signal(libc::SIGHUP, h);
+    }
+}
+
+/// A percentage of writes: 0 to 100, in steps of 0.1 (the workload counts per mille).
+fn parse_write_pct(text: &str) -> Result<f64, String> {
+    let v: f64 = text.parse().map_err(|_| format!("'{text}' is not a percentage"))?;
+    let permille = v * 10.0;
+    if !(0.0..=1000.0).contains(&permille) || (permille - permille.round()).abs() > 1e-9 {
+        return Err(format!("'{text}': a percentage from 0 to 100 in steps of 0.1"));
+    }
+    Ok(v)
 }
 
 /// The benchmark with defaults filled in, and the arms (the control not among them).
@@ -479,6 +514,9 @@ impl Config {
 }
 
 pub fn main(a: BenchArgs) -> Result<u8, Failure> {
+    if a.rwlock {
+        return crate::bench_rwlock::main(a);
+    }
     let machine = Machine::probe();
     let (c, arms) = config(&a, machine.nproc as u64)?;
     let env = a.settings.env();
@@ -490,14 +528,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     };
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Runtime(format!("cannot find this command's path: {e}")))?;
-
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        let h = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        libc::signal(libc::SIGINT, h);
-        libc::signal(libc::SIGTERM, h);
-        libc::signal(libc::SIGHUP, h);
-    }
+    catch_interrupts();
 
     let mut warnings: Vec<String> = machine.busy_warning().into_iter().collect();
     let mut run_arms = arms.clone();
@@ -702,6 +733,34 @@ fn run_once(
         }
         Ok(done) => done,
     };
+    check_loads(arm, exe, env, &done)?;
+    rec.wall_s = done.wall.as_secs_f64();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    let parsed = parse_output(&stdout);
+    if !done.termination.success() {
+        rec.error = Some(failure_message(&done));
+        rec.sample = parsed.ok();
+    } else {
+        match parsed {
+            Ok(s) if s.get("counter_ok") != 1.0 => {
+                rec.error = Some("LOST UPDATE: the shared counter does not add up".into());
+                rec.sample = Some(s);
+            }
+            Ok(s) => rec.sample = Some(s),
+            Err(e) => rec.error = Some(e),
+        }
+    }
+    Ok((rec, done.loads))
+}
+
+/// Stops the benchmark (Err) when the library did not load in a run of `arm` as asked:
+/// every later run would measure the wrong thing too.
+pub(crate) fn check_loads(
+    arm: Arm,
+    exe: &Path,
+    env: &[(String, String)],
+    done: &child::Finished,
+) -> Result<(), Failure> {
     match arm.strategy() {
         None if !done.loads.is_empty() => {
             return Err(Failure::Runtime(format!(
@@ -727,32 +786,21 @@ fn run_once(
             }
         }
     }
-    rec.wall_s = done.wall.as_secs_f64();
-    let stdout = String::from_utf8_lossy(&done.stdout);
-    let parsed = parse_output(&stdout);
-    if !done.termination.success() {
-        let err = String::from_utf8_lossy(&done.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-        let mut msg = done.termination.describe();
-        if matches!(done.termination, child::Termination::Signaled { signo: libc::SIGALRM, .. }) {
-            msg.push_str(" (the workload's timeout: a hang?)");
-        }
-        if !last.is_empty() {
-            msg = format!("{msg}: {last}");
-        }
-        rec.error = Some(msg);
-        rec.sample = parsed.ok();
-    } else {
-        match parsed {
-            Ok(s) if s.get("counter_ok") != 1.0 => {
-                rec.error = Some("LOST UPDATE: the shared counter does not add up".into());
-                rec.sample = Some(s);
-            }
-            Ok(s) => rec.sample = Some(s),
-            Err(e) => rec.error = Some(e),
-        }
+    Ok(())
+}
+
+/// Why a workload run failed: how it ended and the last line it wrote on stderr.
+pub(crate) fn failure_message(done: &child::Finished) -> String {
+    let err = String::from_utf8_lossy(&done.stderr);
+    let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut msg = done.termination.describe();
+    if matches!(done.termination, child::Termination::Signaled { signo: libc::SIGALRM, .. }) {
+        msg.push_str(" (the workload's timeout: a hang?)");
     }
-    Ok((rec, done.loads))
+    if !last.is_empty() {
+        msg = format!("{msg}: {last}");
+    }
+    msg
 }
 
 fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
@@ -829,16 +877,16 @@ fn find<'a>(sums: &'a [CellSummary], cell: &Cell, s: &str) -> Option<&'a CellSum
     sums.iter().find(|c| c.cell == *cell && c.strategy == s)
 }
 
-fn kops(v: Option<f64>) -> String {
+pub(crate) fn kops(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{:.0}", v / 1e3))
 }
 
-fn ns(v: Option<f64>) -> String {
+pub(crate) fn ns(v: Option<f64>) -> String {
     text::duration_ns(v.unwrap_or(f64::NAN), true)
 }
 
 /// A change against a baseline, with `*` when Welch's test says significant.
-fn change_cell(ratio: Option<f64>, significant: Option<bool>) -> String {
+pub(crate) fn change_cell(ratio: Option<f64>, significant: Option<bool>) -> String {
     let mark = if significant == Some(true) { "*" } else { "" };
     format!("{}{mark}", text::change(ratio.unwrap_or(f64::NAN)))
 }

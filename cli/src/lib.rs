@@ -7,6 +7,7 @@
 
 pub mod ab;
 pub mod bench;
+pub mod bench_rwlock;
 mod child;
 mod handshake;
 mod library;
@@ -72,6 +73,12 @@ pub enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// The reader-writer workload of `bench --rwlock`, run in a child process
+    #[command(name = "__rwlock_workload", hide = true, disable_help_flag = true)]
+    RwlockWorkload {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// A busy loop beside `bench --hogs`
     #[command(name = "__hog", hide = true)]
     Hog {
@@ -101,6 +108,7 @@ pub fn main() -> ExitCode {
         }
         Cmd::Man { subcommand } => ("man", man(subcommand.as_deref())),
         Cmd::Workload { args } => ("__workload", Ok(workload::main(&args))),
+        Cmd::RwlockWorkload { args } => ("__rwlock_workload", Ok(workload::rwlock_main(&args))),
         Cmd::Hog { parent } => ("__hog", Ok(workload::hog(parent))),
     };
     match result {

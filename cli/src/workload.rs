@@ -1,24 +1,39 @@
 //! The hidden subcommands behind `bench`: `__workload` (the C contention workload,
-//! run in a child with the library preloaded) and `__hog` (a busy loop), and the hogs
-//! as `bench` starts them.
+//! run in a child with the library preloaded), `__rwlock_workload` (the C reader-writer
+//! workload, for `bench --rwlock`) and `__hog` (a busy loop), and the hogs as `bench`
+//! starts them.
 
 use std::process::{Child, Command, Stdio};
 
+type CMain = unsafe extern "C" fn(argc: libc::c_int, argv: *mut *mut libc::c_char) -> libc::c_int;
+
 extern "C" {
     fn spinmutex_contention_main(argc: libc::c_int, argv: *mut *mut libc::c_char) -> libc::c_int;
+    fn spinmutex_rwlock_main(argc: libc::c_int, argv: *mut *mut libc::c_char) -> libc::c_int;
 }
 
 /// `spinmutex __workload ARGS...`: runs the contention workload (bench/contention.c,
 /// compiled by build.rs); its exit status.
 pub fn main(rest: &[String]) -> u8 {
+    run_c("spinmutex __workload", spinmutex_contention_main, rest)
+}
+
+/// `spinmutex __rwlock_workload ARGS...`: runs the reader-writer workload
+/// (bench/rwlock.c, compiled by build.rs); its exit status.
+pub fn rwlock_main(rest: &[String]) -> u8 {
+    run_c("spinmutex __rwlock_workload", spinmutex_rwlock_main, rest)
+}
+
+/// Calls a C workload's entry point with `name` and `rest` as its argv.
+fn run_c(name: &str, entry: CMain, rest: &[String]) -> u8 {
     use std::ffi::CString;
     let mut owned: Vec<CString> = Vec::with_capacity(rest.len() + 1);
-    owned.push(CString::new("spinmutex __workload").expect("no NUL"));
+    owned.push(CString::new(name).expect("no NUL"));
     for a in rest {
         match CString::new(a.as_str()) {
             Ok(c) => owned.push(c),
             Err(_) => {
-                eprintln!("spinmutex __workload: argument contains NUL");
+                eprintln!("{name}: argument contains NUL");
                 return 2;
             }
         }
@@ -27,7 +42,7 @@ pub fn main(rest: &[String]) -> u8 {
     ptrs.push(std::ptr::null_mut());
     // SAFETY: argv is a NULL-terminated array of NUL-terminated strings that outlive
     // the call; the C side only reads them.
-    let rc = unsafe { spinmutex_contention_main(owned.len() as libc::c_int, ptrs.as_mut_ptr()) };
+    let rc = unsafe { entry(owned.len() as libc::c_int, ptrs.as_mut_ptr()) };
     rc.clamp(0, 255) as u8
 }
 

@@ -13,6 +13,7 @@ use common::harness::{tests, Need, Suite};
 use common::{c_test, lib_path, preloaded, run_bounded, scratch, Outcome};
 use spinmutex_cli::ab::AbReport;
 use spinmutex_cli::bench::BenchReport;
+use spinmutex_cli::bench_rwlock::RwBenchReport;
 use spinmutex_cli::Direction;
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -103,6 +104,13 @@ fn bad_arguments_exit_2_with_a_message() {
         &["bench", "stray"],
         &["bench", "--quick=yes"],
         &["bench", "--strategies", "spinn"],
+        &["bench", "--writes", "10"],
+        &["bench", "--kind", "reader"],
+        &["bench", "--rwlock", "--writes", "101"],
+        &["bench", "--rwlock", "--writes", "x"],
+        &["bench", "--rwlock", "--kind", "fair"],
+        &["bench", "--rwlock", "-s", "glibc-adaptive"],
+        &["bench", "--rwlock", "--svg", "out.svg"],
         &["help", "nothing"],
         &["completions", "tcsh"],
         &["man", "nothing"],
@@ -579,6 +587,83 @@ fn bench_scenarios_run_and_clean_up() {
     assert_eq!(bench_cgroups(), before, "the scenario's cgroup outlived the bench");
 }
 
+/// `bench --rwlock`: threads × writes × loads, every arm interleaved; the tables carry
+/// the per-mode columns, and the CSV and JSON every run and every cell.
+fn bench_rwlock_grid_writes_csv_and_json() {
+    let dir = scratch();
+    let (csv, json) = (dir.path().join("rw.csv"), dir.path().join("rw.json"));
+    let o = run(&[
+        "bench",
+        "--rwlock",
+        "--threads",
+        "1,2",
+        "--writes",
+        "0,50",
+        "--loads",
+        "0,10",
+        "--runs",
+        "2",
+        "--duration-ms",
+        "50",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    o.assert_success("bench --rwlock (reduced)");
+    for want in [
+        "none", "glibc", "futex", "spin", "kops/s", "vs none", "vs glibc", "bound", "fair r", "fair w",
+        "p99 w", "50%",
+    ] {
+        assert!(o.stdout.contains(want), "bench --rwlock table lacks {want:?}:\n{}", o.stdout);
+    }
+    assert!(!o.stdout.contains("glibc-adaptive"), "{}", o.stdout);
+    // 2 threads × 2 write fractions × 2 loads × 4 arms × 2 runs.
+    let runs = 2 * 2 * 2 * 4 * 2;
+    assert_eq!(o.stderr.lines().filter(|l| l.starts_with('[')).count(), runs, "{}", o.stderr);
+
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows = csv_rows(&text);
+    assert_eq!(rows.len(), runs + 1, "{text}");
+    let header = &rows[0];
+    let col =
+        |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    for r in &rows[1..] {
+        assert_eq!(r.len(), header.len(), "ragged CSV row {r:?}");
+        assert_eq!((r[col("ok")].as_str(), r[col("data_ok")].as_str()), ("1", "1"), "{r:?}");
+        let writes: f64 = r[col("writes_pct")].parse().unwrap();
+        let done: u64 = r[col("writes")].parse().unwrap();
+        assert_eq!(done == 0, writes == 0.0, "{r:?}");
+        assert_eq!(r[col("bound_ops_per_s")].is_empty(), r[col("load")] == "0", "{r:?}");
+    }
+
+    let report: RwBenchReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report.tool, "spinmutex bench --rwlock");
+    assert_eq!(report.config.strategies, ["none", "glibc", "futex", "spin"]);
+    assert_eq!(
+        (report.config.writes_pct.as_slice(), report.config.kind.as_str()),
+        (&[0.0, 50.0][..], "reader")
+    );
+    assert_eq!(report.runs.len(), runs);
+    assert_eq!(report.cells.len(), 2 * 2 * 2 * 4, "one summary per cell and arm");
+    for r in &report.runs {
+        let w = r.workload.as_ref().expect("a workload line");
+        for key in
+            ["ops_per_s", "reads", "writes", "read_wait_p99_ns", "write_wait_p99_ns", "fairness", "pause_ns"]
+        {
+            assert!(w.contains_key(key), "run without {key}: {r:?}");
+        }
+    }
+    for c in &report.cells {
+        assert_eq!(c.ratio_to_reference.is_none(), c.strategy == "glibc", "{c:?}");
+        assert_eq!(c.ratio_to_none.is_none(), c.strategy == "none", "{c:?}");
+        assert_eq!(c.bound_ops_per_s.is_none(), c.load == 0, "{c:?}");
+        assert_eq!(c.write_share.is_none(), c.writes_pct == 0.0, "{c:?}");
+        assert_eq!(c.write_wait_p99_ns.is_none(), c.writes_pct == 0.0, "{c:?}");
+        assert!(c.median_ops_per_s.is_some_and(|v| v > 0.0) && c.read_wait_p99_ns.is_some(), "{c:?}");
+    }
+}
+
 fn bench_with_a_hog_cleans_up() {
     // The hogs inherit the environment: a marker finds them in /proc afterwards.
     let marker = format!("SPINMUTEX_CLI_TEST_HOG_MARKER=hog-{}", std::process::id());
@@ -734,6 +819,7 @@ fn main() -> std::process::ExitCode {
         metric_direction_from_flags_units_or_unknown,
         bench_reduced_grid_writes_csv_json_svg,
         bench_scenarios_run_and_clean_up,
+        bench_rwlock_grid_writes_csv_and_json,
         bench_with_a_hog_cleans_up,
         completions_and_man_pages_generate,
         install_script_places_bin_and_lib_and_the_command_finds_the_lib,

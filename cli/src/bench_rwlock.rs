@@ -1,0 +1,906 @@
+//! `spinmutex bench --rwlock`: the reader-writer benchmark grid.
+//!
+//! T threads share one pthread rwlock; each iteration takes it for writing with
+//! probability W (a fixed per-thread pattern, the same in every run), else for reading,
+//! runs L `pause`s inside, then L outside (bench/rwlock.c). Every run is a child
+//! process, `spinmutex __rwlock_workload ...`, with the library preloaded under one
+//! strategy, or without it for `none`. Within a cell (threads × writes × load) the arms
+//! are interleaved: for each run, every arm once. The columns are the mutex grid's
+//! (bench.rs), with fairness and waits told per mode.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+
+use serde::{Deserialize, Serialize};
+use spinmutex_names::Strategy;
+
+use crate::bench::{self, BenchArgs, INTERRUPTED};
+use crate::library::{self, Arm};
+use crate::machine::Machine;
+use crate::progress::Progress;
+use crate::settings::{self, Effective};
+use crate::stats::{self, Comparison};
+use crate::text::{self, csv_field, csv_num, finite, Table};
+use crate::{child, Failure};
+
+/// The grid as run: the options with their defaults filled in.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RwConfig {
+    pub threads: Vec<u64>,
+    /// Percentages of write acquisitions.
+    pub writes_pct: Vec<f64>,
+    pub loads: Vec<u64>,
+    /// The rwlock's kind: reader, writer or writer-nonrecursive
+    /// (`PTHREAD_RWLOCK_PREFER_*_NP`).
+    pub kind: String,
+    /// The arms, `none` included.
+    pub strategies: Vec<String>,
+    /// The arm ratios are taken against: glibc if benchmarked, else the first.
+    pub reference: String,
+    pub runs: u64,
+    pub duration_ms: u64,
+    pub hogs: u64,
+    pub env: BTreeMap<String, String>,
+}
+
+/// The JSON `bench --rwlock --json` writes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RwBenchReport {
+    /// "spinmutex bench --rwlock"
+    pub tool: String,
+    pub version: String,
+    pub machine: Machine,
+    pub config: RwConfig,
+    /// What makes the numbers less trustworthy.
+    pub warnings: Vec<String>,
+    /// Per arm, the settings the library reported when it loaded (null for `none`).
+    pub effective: BTreeMap<String, Option<Effective>>,
+    pub runs: Vec<RwRunJson>,
+    pub cells: Vec<RwCellSummary>,
+}
+
+/// One run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RwRunJson {
+    pub threads: u64,
+    pub writes_pct: f64,
+    pub load: u64,
+    pub strategy: String,
+    pub run: u64,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub wall_s: Option<f64>,
+    /// The workload's output line (its numeric keys), with cpu_us_per_1k_acq,
+    /// fairness, read_fairness, write_fairness and bound_ops_per_s added; null when it
+    /// printed none.
+    pub workload: Option<BTreeMap<String, Option<f64>>>,
+}
+
+/// A cell's summary for one arm (medians over its runs).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RwCellSummary {
+    pub threads: u64,
+    pub writes_pct: f64,
+    pub load: u64,
+    pub strategy: String,
+    pub runs_ok: usize,
+    pub runs: usize,
+    pub median_ops_per_s: Option<f64>,
+    pub stddev_pct: Option<f64>,
+    /// Median throughput ÷ the reference's.
+    pub ratio_to_reference: Option<f64>,
+    /// 95% interval of the ratio of mean throughputs to the reference (Fieller).
+    pub ratio_ci95: Option<[f64; 2]>,
+    pub p_value: Option<f64>,
+    pub significant: Option<bool>,
+    /// Median throughput ÷ none's.
+    pub ratio_to_none: Option<f64>,
+    pub ratio_to_none_ci95: Option<[f64; 2]>,
+    pub significant_to_none: Option<bool>,
+    pub cpu_us_per_1k_acq: Option<f64>,
+    /// Fewest acquisitions of a thread ÷ the mean, both modes together.
+    pub fairness: Option<f64>,
+    /// The same for read acquisitions alone, and for write acquisitions alone.
+    pub read_fairness: Option<f64>,
+    pub write_fairness: Option<f64>,
+    /// The share of writes done ÷ the share asked for.
+    pub write_share: Option<f64>,
+    pub wait_p50_ns: Option<f64>,
+    pub wait_p99_ns: Option<f64>,
+    pub read_wait_p99_ns: Option<f64>,
+    pub write_wait_p99_ns: Option<f64>,
+    pub wait_max_ns: Option<f64>,
+    pub pause_ns: Option<f64>,
+    /// See [`bound`]; null where none applies (load 0).
+    pub bound_ops_per_s: Option<f64>,
+}
+
+/// The numeric values of one run's output line.
+#[derive(Debug, Clone, Default)]
+struct Sample {
+    values: BTreeMap<String, f64>,
+}
+
+impl Sample {
+    fn get(&self, k: &str) -> f64 {
+        self.values.get(k).copied().unwrap_or(f64::NAN)
+    }
+
+    fn cpu_us_per_1k(&self) -> f64 {
+        self.get("cpu_s") * 1e9 / self.get("ops")
+    }
+
+    /// Fewest per thread ÷ mean, of `what` (`ops`, `reads` or `writes`); NaN when the
+    /// mean is 0 (no writes asked for).
+    fn fairness(&self, what: &str) -> f64 {
+        let mean = self.get(&format!("mean_thread_{what}"));
+        if mean > 0.0 {
+            self.get(&format!("min_thread_{what}")) / mean
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+const REQUIRED_KEYS: &[&str] = &[
+    "ops",
+    "reads",
+    "writes",
+    "ops_per_s",
+    "cpu_s",
+    "min_thread_ops",
+    "mean_thread_ops",
+    "wait_p99_ns",
+    "pause_ns",
+    "data_ok",
+];
+
+/// The keys whose values are words, not numbers.
+const WORD_KEYS: &[&str] = &["kind", "layout"];
+
+/// Parses the workload's `key=value ...` line (the last non-empty line of stdout).
+fn parse_output(stdout: &str) -> Result<Sample, String> {
+    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).ok_or("the workload printed nothing")?;
+    let mut values = BTreeMap::new();
+    for pair in line.split_whitespace() {
+        let (k, v) = pair.split_once('=').ok_or_else(|| format!("unexpected workload output '{pair}'"))?;
+        if WORD_KEYS.contains(&k) {
+            continue;
+        }
+        let v: f64 = v.parse().map_err(|_| format!("unexpected workload value {k}={v}"))?;
+        values.insert(k.to_string(), v);
+    }
+    for k in REQUIRED_KEYS {
+        if !values.contains_key(*k) {
+            return Err(format!("the workload's output lacks {k}"));
+        }
+    }
+    Ok(Sample { values })
+}
+
+#[derive(Debug, Clone)]
+struct RunRecord {
+    threads: u64,
+    writes_pct: f64,
+    load: u64,
+    strategy: String,
+    run: u64,
+    wall_s: f64,
+    sample: Option<Sample>,
+    error: Option<String>,
+}
+
+impl RunRecord {
+    fn in_cell(&self, t: u64, w: f64, l: u64) -> bool {
+        self.threads == t && self.writes_pct == w && self.load == l
+    }
+}
+
+/// The grid with defaults filled in, and the arms.
+fn config(a: &BenchArgs) -> Result<(RwConfig, Vec<Arm>), Failure> {
+    let usage = |m: String| Failure::Usage("bench", m);
+    type Defaults<'a> = (&'a [u64], &'a [f64], &'a [u64], u64, u64);
+    let (dt, dw, dl, dr, dd): Defaults = if a.quick {
+        (&[1, 2, 8], &[0.0, 10.0, 50.0], &[1, 100], 3, 200)
+    } else {
+        (&[1, 2, 4, 8, 16], &[0.0, 1.0, 10.0, 50.0], &[1, 10, 100], 5, 300)
+    };
+    if a.svg.is_some() {
+        return Err(usage("--svg is not available with --rwlock (use --json or --csv)".into()));
+    }
+    for (i, t) in a.threads.iter().enumerate() {
+        if a.threads[..i].contains(t) {
+            return Err(usage(format!("--threads: {t} is listed twice")));
+        }
+    }
+    for (i, l) in a.loads.iter().enumerate() {
+        if a.loads[..i].contains(l) {
+            return Err(usage(format!("--loads: {l} is listed twice")));
+        }
+    }
+    for (i, w) in a.writes.iter().enumerate() {
+        if a.writes[..i].contains(w) {
+            return Err(usage(format!("--writes: {w} is listed twice")));
+        }
+    }
+    let mut arms: Vec<Arm> = Vec::new();
+    for arm in &a.strategies {
+        if *arm == Arm::GlibcAdaptive {
+            return Err(usage("glibc-adaptive is a mutex type: it has no rwlock counterpart".into()));
+        }
+        if arms.contains(arm) {
+            return Err(usage(format!("--strategies: '{arm}' is listed twice")));
+        }
+        arms.push(*arm);
+    }
+    if arms.is_empty() {
+        arms = vec![
+            Arm::Strategy(Strategy::Glibc),
+            Arm::Strategy(Strategy::Futex),
+            Arm::Strategy(Strategy::Spin),
+        ];
+    }
+    if !a.without_none {
+        library::with_none_baseline(&mut arms);
+    }
+    let names: Vec<String> = arms.iter().map(Arm::to_string).collect();
+    let reference = names.iter().find(|s| *s == "glibc").unwrap_or(&names[0]).clone();
+    let or =
+        |given: &[u64], default: &[u64]| if given.is_empty() { default.to_vec() } else { given.to_vec() };
+    Ok((
+        RwConfig {
+            threads: or(&a.threads, dt),
+            writes_pct: if a.writes.is_empty() { dw.to_vec() } else { a.writes.clone() },
+            loads: or(&a.loads, dl),
+            kind: a.kind.clone().unwrap_or_else(|| "reader".into()),
+            strategies: names,
+            reference,
+            runs: a.runs.unwrap_or(dr),
+            duration_ms: a.duration_ms.unwrap_or(dd),
+            hogs: a.hogs,
+            env: a.settings.env().into_iter().collect(),
+        },
+        arms,
+    ))
+}
+
+/// The per-mille the workload takes for a percentage.
+fn permille(pct: f64) -> u64 {
+    (pct * 10.0).round() as u64
+}
+
+pub fn main(a: BenchArgs) -> Result<u8, Failure> {
+    let (c, arms) = config(&a)?;
+    let env = a.settings.env();
+    settings::check_inherited(&env, true).map_err(|m| Failure::Usage("bench", m))?;
+    let lib = if arms.iter().any(|arm| arm.strategy().is_some()) {
+        library::find().map_err(Failure::Runtime)?
+    } else {
+        PathBuf::new()
+    };
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::Runtime(format!("cannot find this command's path: {e}")))?;
+    bench::catch_interrupts();
+
+    let machine = Machine::probe();
+    let mut warnings: Vec<String> = machine.busy_warning().into_iter().collect();
+    let cells = c.threads.len() * c.writes_pct.len() * c.loads.len();
+    let total = cells * arms.len() * c.runs as usize;
+    eprintln!(
+        "spinmutex bench --rwlock: {cells} cells × {} arms × {} runs of {} ms = {total} runs, about {:.0} s; \
+         {} CPUs ({}){}",
+        arms.len(),
+        c.runs,
+        c.duration_ms,
+        total as f64 * (c.duration_ms as f64 / 1000.0 + 0.05),
+        machine.nproc,
+        machine.cpu_model,
+        if c.hogs > 0 { format!(", {} hog(s)", c.hogs) } else { String::new() }
+    );
+    for w in &warnings {
+        eprintln!("spinmutex bench: warning: {w}");
+    }
+
+    let hogs = crate::workload::Hogs::start(c.hogs, None).map_err(Failure::Runtime)?;
+    let mut records = Vec::new();
+    let mut effective: BTreeMap<String, Option<Effective>> = BTreeMap::new();
+    let mut progress = Progress::new(total as u64);
+    'grid: for &threads in &c.threads {
+        for &writes in &c.writes_pct {
+            for &load in &c.loads {
+                for run in 1..=c.runs {
+                    for arm in &arms {
+                        if INTERRUPTED.load(Ordering::SeqCst) {
+                            break 'grid;
+                        }
+                        let cell = Cell { threads, writes, load };
+                        let (rec, loads) = run_once(&exe, &lib, &c, &env, cell, *arm, run)?;
+                        effective.entry(arm.to_string()).or_insert_with(|| loads.last().cloned());
+                        let head = format!(
+                            "threads {threads:>3} writes {writes:>4}% load {load:>3} {arm:<6} run {run}/{}",
+                            c.runs
+                        );
+                        match (&rec.sample, &rec.error) {
+                            (Some(s), None) => progress.step(
+                                &format!(
+                                    "{head}: {:>10.1} kops/s, fairness {:.2}",
+                                    s.get("ops_per_s") / 1e3,
+                                    s.fairness("ops")
+                                ),
+                                false,
+                            ),
+                            (_, e) => progress
+                                .step(&format!("{head}: FAILED: {}", e.as_deref().unwrap_or("?")), true),
+                        }
+                        records.push(rec);
+                    }
+                }
+            }
+        }
+    }
+    drop(progress);
+    drop(hogs);
+    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+    if interrupted {
+        eprintln!("spinmutex bench: interrupted; reporting the {} runs done", records.len());
+    }
+
+    let summaries = summarise(&c, &records, machine.nproc);
+    for s in &summaries {
+        if let Some(cv) = s.stddev_pct.filter(|cv| *cv > 10.0) {
+            warnings.push(format!(
+                "threads {} writes {}% load {} {}: throughput varies by {cv:.1}% (stddev in % of the mean, \
+                 over 10%)",
+                s.threads, s.writes_pct, s.load, s.strategy
+            ));
+        }
+    }
+    print!("{}", render_tables(&c, &summaries, &machine, &effective, &lib));
+    if !warnings.is_empty() {
+        println!("\nwarnings:");
+        for w in &warnings {
+            println!("  {w}");
+        }
+    }
+    let failed: Vec<&RunRecord> = records.iter().filter(|r| r.error.is_some()).collect();
+    if !failed.is_empty() {
+        println!("\n{} failed run(s), left out of the statistics:", failed.len());
+        for r in &failed {
+            println!(
+                "  threads {} writes {}% load {} {} run {}: {}",
+                r.threads,
+                r.writes_pct,
+                r.load,
+                r.strategy,
+                r.run,
+                r.error.as_deref().unwrap_or("")
+            );
+        }
+    }
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text)
+            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
+        eprintln!("spinmutex bench: wrote {}", path.display());
+        Ok::<(), Failure>(())
+    };
+    if let Some(p) = &a.csv {
+        write(p, to_csv(&records, machine.nproc))?;
+    }
+    if let Some(p) = &a.json {
+        let report = RwBenchReport {
+            tool: "spinmutex bench --rwlock".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            machine: machine.clone(),
+            config: c.clone(),
+            warnings,
+            effective,
+            runs: records.iter().map(|r| run_json(r, machine.nproc)).collect(),
+            cells: summaries,
+        };
+        write(p, serde_json::to_string_pretty(&report).expect("the report serialises") + "\n")?;
+    }
+    Ok(if failed.is_empty() && !interrupted { 0 } else { 1 })
+}
+
+/// A cell of the grid.
+#[derive(Clone, Copy)]
+struct Cell {
+    threads: u64,
+    writes: f64,
+    load: u64,
+}
+
+/// One run of the workload; stops the benchmark (Err) when the library did not load as
+/// asked.
+fn run_once(
+    exe: &Path,
+    lib: &Path,
+    c: &RwConfig,
+    env: &[(String, String)],
+    cell: Cell,
+    arm: Arm,
+    run: u64,
+) -> Result<(RunRecord, Vec<Effective>), Failure> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("__rwlock_workload")
+        .args(["--threads", &cell.threads.to_string(), "--load", &cell.load.to_string()])
+        .args(["--write-permille", &permille(cell.writes).to_string()])
+        .args(["--duration-ms", &c.duration_ms.to_string(), "--kind", &c.kind]);
+    library::apply(arm, &mut cmd, lib, env);
+    let mut rec = RunRecord {
+        threads: cell.threads,
+        writes_pct: cell.writes,
+        load: cell.load,
+        strategy: arm.to_string(),
+        run,
+        wall_s: f64::NAN,
+        sample: None,
+        error: None,
+    };
+    let done = match child::run(&mut cmd, true, false) {
+        Err(e) => {
+            rec.error = Some(format!("cannot start the workload: {e}"));
+            return Ok((rec, Vec::new()));
+        }
+        Ok(done) => done,
+    };
+    bench::check_loads(arm, exe, env, &done)?;
+    rec.wall_s = done.wall.as_secs_f64();
+    let parsed = parse_output(&String::from_utf8_lossy(&done.stdout));
+    if !done.termination.success() {
+        rec.error = Some(bench::failure_message(&done));
+        rec.sample = parsed.ok();
+    } else {
+        match parsed {
+            Ok(s) if s.get("data_ok") != 1.0 => {
+                rec.error = Some("INCONSISTENT: a torn read or a lost write".into());
+                rec.sample = Some(s);
+            }
+            Ok(s) => rec.sample = Some(s),
+            Err(e) => rec.error = Some(e),
+        }
+    }
+    Ok((rec, done.loads))
+}
+
+/// The physical bound of a cell, in acquisitions per second, for a load of `load`
+/// pauses of `pause_ns` inside and outside the lock: writers hold the lock alone, so
+/// write acquisitions can come at most one per `load` pauses (≤ 1 / (w × load × pause)
+/// in all), and every acquisition keeps a CPU busy for 2 × `load` pauses, so `cpus`
+/// CPUs (or fewer threads) do at most min(threads, cpus) / (2 × load × pause). Infinite
+/// for load 0.
+fn bound(load: u64, writes_pct: f64, threads: u64, cpus: usize, pause_ns: f64) -> f64 {
+    if load == 0 || pause_ns <= 0.0 || pause_ns.is_nan() {
+        return f64::INFINITY;
+    }
+    let per_op_ns = load as f64 * pause_ns;
+    let cpu = threads.min(cpus as u64) as f64 * 1e9 / (2.0 * per_op_ns);
+    let serial = if writes_pct > 0.0 { 1e9 / (writes_pct / 100.0 * per_op_ns) } else { f64::INFINITY };
+    cpu.min(serial)
+}
+
+fn summarise(c: &RwConfig, records: &[RunRecord], cpus: usize) -> Vec<RwCellSummary> {
+    let good = |t: u64, w: f64, l: u64, s: &str| -> Vec<&Sample> {
+        records
+            .iter()
+            .filter(|r| r.in_cell(t, w, l) && r.strategy == s && r.error.is_none())
+            .filter_map(|r| r.sample.as_ref())
+            .collect()
+    };
+    let med = |xs: &[&Sample], f: &dyn Fn(&Sample) -> f64| -> f64 {
+        let v: Vec<f64> = xs.iter().map(|s| f(s)).filter(|v| v.is_finite()).collect();
+        stats::median(&v)
+    };
+    let ops = |xs: &[&Sample]| -> Vec<f64> { xs.iter().map(|s| s.get("ops_per_s")).collect() };
+    let mut out = Vec::new();
+    for &t in &c.threads {
+        for &w in &c.writes_pct {
+            for &l in &c.loads {
+                let ref_ops = ops(&good(t, w, l, &c.reference));
+                let none_ops = ops(&good(t, w, l, "none"));
+                let cell_all: Vec<&Sample> = c.strategies.iter().flat_map(|s| good(t, w, l, s)).collect();
+                let pause = med(&cell_all, &|s| s.get("pause_ns"));
+                let bound = bound(l, w, t, cpus, pause);
+                for s in &c.strategies {
+                    let samples = good(t, w, l, s);
+                    let attempted = records.iter().filter(|r| r.in_cell(t, w, l) && r.strategy == *s).count();
+                    if attempted == 0 {
+                        continue;
+                    }
+                    let xs = ops(&samples);
+                    let median_ops = stats::median(&xs);
+                    let against = |base: &[f64], is_base: bool| -> (Option<f64>, Option<Comparison>) {
+                        if is_base {
+                            return (None, None);
+                        }
+                        (finite(median_ops / stats::median(base)), stats::compare(base, &xs))
+                    };
+                    let (ratio, cmp) = against(&ref_ops, *s == c.reference);
+                    let (ratio_none, cmp_none) = against(&none_ops, s == "none" || none_ops.is_empty());
+                    let value = |f: &dyn Fn(&Sample) -> f64| finite(med(&samples, f));
+                    out.push(RwCellSummary {
+                        threads: t,
+                        writes_pct: w,
+                        load: l,
+                        strategy: s.clone(),
+                        runs_ok: samples.len(),
+                        runs: attempted,
+                        median_ops_per_s: finite(median_ops),
+                        stddev_pct: finite(stats::stddev_pct(&xs)),
+                        ratio_to_reference: ratio,
+                        ratio_ci95: cmp.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
+                        p_value: cmp.as_ref().and_then(|c| finite(c.p)),
+                        significant: cmp.as_ref().map(Comparison::significant),
+                        ratio_to_none: ratio_none,
+                        ratio_to_none_ci95: cmp_none.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
+                        significant_to_none: cmp_none.as_ref().map(Comparison::significant),
+                        cpu_us_per_1k_acq: value(&|s| s.cpu_us_per_1k()),
+                        fairness: value(&|s| s.fairness("ops")),
+                        read_fairness: value(&|s| s.fairness("reads")),
+                        write_fairness: value(&|s| s.fairness("writes")),
+                        write_share: if w > 0.0 { value(&|s| s.get("write_share")) } else { None },
+                        wait_p50_ns: value(&|s| s.get("wait_p50_ns")),
+                        wait_p99_ns: value(&|s| s.get("wait_p99_ns")),
+                        read_wait_p99_ns: value(&|s| nonzero_samples(s, "read")),
+                        write_wait_p99_ns: value(&|s| nonzero_samples(s, "write")),
+                        wait_max_ns: value(&|s| s.get("wait_max_ns")),
+                        pause_ns: finite(pause),
+                        bound_ops_per_s: finite(bound),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A mode's p99 wait, NaN when the run sampled none of that mode.
+fn nonzero_samples(s: &Sample, mode: &str) -> f64 {
+    if s.get(&format!("{mode}_wait_samples")) > 0.0 {
+        s.get(&format!("{mode}_wait_p99_ns"))
+    } else {
+        f64::NAN
+    }
+}
+
+fn find<'a>(sums: &'a [RwCellSummary], t: u64, w: f64, l: u64, s: &str) -> Option<&'a RwCellSummary> {
+    sums.iter().find(|c| c.threads == t && c.writes_pct == w && c.load == l && c.strategy == s)
+}
+
+fn render_tables(
+    c: &RwConfig,
+    sums: &[RwCellSummary],
+    m: &Machine,
+    effective: &BTreeMap<String, Option<Effective>>,
+    lib: &Path,
+) -> String {
+    let refname = &c.reference;
+    let has_none = c.strategies.iter().any(|s| s == "none");
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nspinmutex bench --rwlock: {} run(s) of {} ms per arm per cell, interleaved; kind {}; {} CPUs \
+         ({}); {} hog(s)",
+        c.runs, c.duration_ms, c.kind, m.nproc, m.cpu_model, c.hogs
+    );
+    let _ = writeln!(out, "arms (the settings each reported when it loaded):");
+    let width = c.strategies.iter().map(String::len).max().unwrap_or(0);
+    for s in &c.strategies {
+        let what = match effective.get(s) {
+            Some(Some(e)) => format!("{} {}: {}", lib.display(), e.version, e.describe()),
+            _ if s == "none" => "no preload: glibc's rwlock, without the library".into(),
+            _ => "no run".into(),
+        };
+        let _ = writeln!(out, "  {s:width$}  {what}");
+    }
+    let _ = writeln!(
+        out,
+        "\nThroughput in kops/s (median), its stddev in % of the mean, and the change against {refname}{}\n\
+         (* = significant, Welch's t-test p < 0.05). writes = % of write acquisitions. bound = min(serial\n\
+         writes, CPUs) in kops/s (see --help).\n",
+        if has_none { " (and, for glibc, against none: the preload's own cost)" } else { "" }
+    );
+    let mut t = Table::new(0);
+    let mut h1 = vec![String::new(); 3];
+    let mut h2: Vec<String> = ["threads", "writes", "load"].map(String::from).to_vec();
+    for s in &c.strategies {
+        h1.extend([s.clone(), String::new()]);
+        h2.extend(["kops/s".to_string(), "sd%".to_string()]);
+        if s != refname && s != "none" {
+            h1.push(String::new());
+            h2.push(format!("vs {refname}"));
+        }
+        if s == refname && has_none {
+            h1.push(String::new());
+            h2.push("vs none".into());
+        }
+    }
+    h1.push(String::new());
+    h2.push("bound".into());
+    t.header = vec![h1, h2];
+    for &th in &c.threads {
+        for &w in &c.writes_pct {
+            for &l in &c.loads {
+                let mut row = vec![th.to_string(), format!("{w}%"), l.to_string()];
+                let mut bound = None;
+                for s in &c.strategies {
+                    let cell = find(sums, th, w, l, s);
+                    row.push(bench::kops(cell.and_then(|c| c.median_ops_per_s)));
+                    row.push(text::pct(cell.and_then(|c| c.stddev_pct).unwrap_or(f64::NAN)));
+                    if s != refname && s != "none" {
+                        row.push(
+                            cell.map_or("-".into(), |c| {
+                                bench::change_cell(c.ratio_to_reference, c.significant)
+                            }),
+                        );
+                    }
+                    if s == refname && has_none {
+                        row.push(cell.map_or("-".into(), |c| {
+                            bench::change_cell(c.ratio_to_none, c.significant_to_none)
+                        }));
+                    }
+                    bound = bound.or(cell.and_then(|c| c.bound_ops_per_s));
+                }
+                row.push(bench::kops(bound));
+                t.rows.push(row);
+            }
+        }
+    }
+    out.push_str(&t.render());
+
+    let _ = writeln!(
+        out,
+        "\nPer arm (medians over runs): ratio of median throughput to {refname} and to none, with the 95%\n\
+         interval of the ratio of means (Fieller; * = significant, Welch); CPU µs per 1000 acquisitions;\n\
+         fairness: fewest acquisitions of a thread ÷ the mean, over both modes (fair), reads (fair r) and\n\
+         writes (fair w); w share: the share of writes done ÷ the share asked for; acquisition wait p99\n\
+         over both modes, reads and writes, and the longest (sampled on every 64th read and every 64th\n\
+         write of each thread).\n"
+    );
+    let mut t = Table::new(4);
+    let mut header: Vec<String> =
+        ["threads", "writes", "load", "strategy", "ok", "kops/s", "sd%", "ratio", "95% CI"]
+            .map(String::from)
+            .to_vec();
+    if has_none {
+        header.extend(["vs none", "95% CI"].map(String::from));
+    }
+    header.extend(
+        [
+            "cpu µs/1k",
+            "fair",
+            "fair r",
+            "fair w",
+            "w share",
+            "wait p99",
+            "p99 r",
+            "p99 w",
+            "wait max",
+            "bound",
+        ]
+        .map(String::from),
+    );
+    t.header.push(header);
+    let ci = |ci: Option<[f64; 2]>, sig: Option<bool>| match ci {
+        Some([lo, hi]) => format!("{lo:.2}–{hi:.2}{}", if sig == Some(true) { " *" } else { "" }),
+        None => "-".into(),
+    };
+    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.3}"));
+    let two = |f: Option<f64>| f.map_or("-".into(), |f| format!("{f:.2}"));
+    for s in sums {
+        let mut row = vec![
+            s.threads.to_string(),
+            format!("{}%", s.writes_pct),
+            s.load.to_string(),
+            s.strategy.clone(),
+            format!("{}/{}", s.runs_ok, s.runs),
+            bench::kops(s.median_ops_per_s),
+            text::pct(s.stddev_pct.unwrap_or(f64::NAN)),
+            ratio(s.ratio_to_reference),
+            ci(s.ratio_ci95, s.significant),
+        ];
+        if has_none {
+            row.push(ratio(s.ratio_to_none));
+            row.push(ci(s.ratio_to_none_ci95, s.significant_to_none));
+        }
+        row.extend([
+            text::fixed(s.cpu_us_per_1k_acq.unwrap_or(f64::NAN)),
+            two(s.fairness),
+            two(s.read_fairness),
+            two(s.write_fairness),
+            two(s.write_share),
+            bench::ns(s.wait_p99_ns),
+            bench::ns(s.read_wait_p99_ns),
+            bench::ns(s.write_wait_p99_ns),
+            bench::ns(s.wait_max_ns),
+            bench::kops(s.bound_ops_per_s),
+        ]);
+        t.rows.push(row);
+    }
+    out.push_str(&t.render());
+    let pauses: Vec<f64> = sums.iter().filter_map(|c| c.pause_ns).collect();
+    if !pauses.is_empty() {
+        let _ = writeln!(out, "\npause: {:.1} ns (median of the cells' medians)", stats::median(&pauses));
+    }
+    out
+}
+
+/// The columns of `--csv`, one row per run: the cell, the run, then the workload's keys
+/// and the derived ones.
+const CSV_COLUMNS: &[&str] = &[
+    "threads",
+    "writes_pct",
+    "load",
+    "strategy",
+    "run",
+    "ok",
+    "error",
+    "wall_s",
+    "ops",
+    "reads",
+    "writes",
+    "elapsed_s",
+    "ops_per_s",
+    "cpu_s",
+    "cpu_us_per_1k_acq",
+    "min_thread_ops",
+    "mean_thread_ops",
+    "max_thread_ops",
+    "fairness",
+    "read_fairness",
+    "write_fairness",
+    "write_share",
+    "wait_samples",
+    "wait_p50_ns",
+    "wait_p99_ns",
+    "wait_max_ns",
+    "read_wait_samples",
+    "read_wait_p99_ns",
+    "write_wait_samples",
+    "write_wait_p99_ns",
+    "pause_ns",
+    "bound_ops_per_s",
+    "vol_ctx",
+    "invol_ctx",
+    "data_ok",
+];
+
+/// A value of a run's CSV row or JSON object, derived ones included.
+fn value(r: &RunRecord, s: &Sample, key: &str, cpus: usize) -> f64 {
+    match key {
+        "cpu_us_per_1k_acq" => s.cpu_us_per_1k(),
+        "fairness" => s.fairness("ops"),
+        "read_fairness" => s.fairness("reads"),
+        "write_fairness" => s.fairness("writes"),
+        "bound_ops_per_s" => bound(r.load, r.writes_pct, r.threads, cpus, s.get("pause_ns")),
+        k => s.get(k),
+    }
+}
+
+const DERIVED: &[&str] =
+    &["cpu_us_per_1k_acq", "fairness", "read_fairness", "write_fairness", "bound_ops_per_s"];
+
+fn to_csv(records: &[RunRecord], cpus: usize) -> String {
+    let mut out = CSV_COLUMNS.join(",");
+    out.push('\n');
+    for r in records {
+        let empty = Sample::default();
+        let s = r.sample.as_ref().unwrap_or(&empty);
+        let mut row = vec![
+            r.threads.to_string(),
+            csv_num(r.writes_pct),
+            r.load.to_string(),
+            csv_field(&r.strategy),
+            r.run.to_string(),
+            (r.error.is_none() as u8).to_string(),
+            csv_field(r.error.as_deref().unwrap_or("")),
+            csv_num(r.wall_s),
+        ];
+        for col in &CSV_COLUMNS[row.len()..] {
+            row.push(csv_num(value(r, s, col, cpus)));
+        }
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn run_json(r: &RunRecord, cpus: usize) -> RwRunJson {
+    RwRunJson {
+        threads: r.threads,
+        writes_pct: r.writes_pct,
+        load: r.load,
+        strategy: r.strategy.clone(),
+        run: r.run,
+        ok: r.error.is_none(),
+        error: r.error.clone(),
+        wall_s: finite(r.wall_s),
+        workload: r.sample.as_ref().map(|s| {
+            let mut m: BTreeMap<String, Option<f64>> =
+                s.values.iter().map(|(k, v)| (k.clone(), finite(*v))).collect();
+            for k in DERIVED {
+                m.insert(k.to_string(), finite(value(r, s, k, cpus)));
+            }
+            m
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<(RwConfig, Vec<Arm>), String> {
+        let a: BenchArgs = crate::parse_args(args).map_err(|e| e.to_string())?;
+        config(&a).map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn defaults_and_quick() {
+        let (c, _) = parse(&["--rwlock"]).unwrap();
+        assert_eq!(c.threads, vec![1, 2, 4, 8, 16]);
+        assert_eq!(c.writes_pct, vec![0.0, 1.0, 10.0, 50.0]);
+        assert_eq!(c.loads, vec![1, 10, 100]);
+        assert_eq!(c.strategies, ["none", "glibc", "futex", "spin"]);
+        assert_eq!(
+            (c.runs, c.duration_ms, c.kind.as_str(), c.reference.as_str()),
+            (5, 300, "reader", "glibc")
+        );
+        let (c, _) =
+            parse(&["--rwlock", "--quick", "--writes", "0.5,100", "--kind", "writer-nonrecursive"]).unwrap();
+        assert_eq!((c.threads, c.loads, c.runs), (vec![1, 2, 8], vec![1, 100], 3));
+        assert_eq!((c.writes_pct, c.kind.as_str()), (vec![0.5, 100.0], "writer-nonrecursive"));
+        assert_eq!(permille(0.5), 5);
+        let (c, _) = parse(&["--rwlock", "-s", "spin", "--without-none"]).unwrap();
+        assert_eq!((c.strategies.join(","), c.reference.as_str()), ("spin".into(), "spin"));
+    }
+
+    #[test]
+    fn rejects() {
+        for bad in [
+            &["--writes", "10"][..],
+            &["--kind", "reader"],
+            &["--rwlock", "--writes", "101"],
+            &["--rwlock", "--writes", "0.05"],
+            &["--rwlock", "--writes", "-1"],
+            &["--rwlock", "--writes", "1,1"],
+            &["--rwlock", "--kind", "fair"],
+            &["--rwlock", "-s", "glibc-adaptive"],
+            &["--rwlock", "--svg", "x.svg"],
+            &["--rwlock", "--threads", "2,2"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn parses_workload_output() {
+        let line = "threads=2 load=10 write_permille=100 kind=reader layout=shared ops=1000 reads=900 \
+                    writes=100 ops_per_s=5000 cpu_s=0.5 min_thread_ops=400 mean_thread_ops=500 \
+                    min_thread_reads=300 mean_thread_reads=450 min_thread_writes=50 mean_thread_writes=50 \
+                    write_share=1 wait_p99_ns=2000 read_wait_samples=0 read_wait_p99_ns=0 pause_ns=30 data_ok=1\n";
+        let s = parse_output(line).unwrap();
+        assert_eq!(s.get("ops_per_s"), 5000.0);
+        assert_eq!((s.fairness("ops"), s.fairness("writes")), (0.8, 1.0));
+        assert!((s.fairness("reads") - 300.0 / 450.0).abs() < 1e-12);
+        assert_eq!(s.cpu_us_per_1k(), 500_000.0);
+        assert!(nonzero_samples(&s, "read").is_nan());
+        assert!(parse_output("ops=1").is_err());
+        assert!(parse_output("ops=x").is_err());
+    }
+
+    #[test]
+    fn bounds() {
+        // Load 10 at 30 ns a pause: 300 ns per critical section. 50% writes serialise
+        // 1 in 2 acquisitions: at most 1e9 / 150 per second; 2 CPUs, 8 threads: at most
+        // 2 × 1e9 / 600.
+        let b = bound(10, 50.0, 8, 2, 30.0);
+        assert!((b - 2e9 / 600.0).abs() < 1e-3, "{b}");
+        assert!((bound(10, 100.0, 8, 16, 30.0) - 1e9 / 300.0).abs() < 1e-3);
+        assert!((bound(10, 0.0, 1, 2, 30.0) - 1e9 / 600.0).abs() < 1e-3);
+        assert!(!bound(0, 50.0, 8, 2, 30.0).is_finite());
+    }
+}
