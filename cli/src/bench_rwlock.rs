@@ -211,6 +211,15 @@ fn config(a: &BenchArgs) -> Result<(RwConfig, Vec<Arm>), Failure> {
     if a.svg.is_some() {
         return Err(usage("--svg is not available with --rwlock (use --json or --csv)".into()));
     }
+    let mutex_only = [
+        ("--layout", !a.layout.is_empty()),
+        ("--scenarios", !a.scenarios.is_empty()),
+        ("--no-grid", a.no_grid),
+        ("--without-control", a.without_control),
+    ];
+    if let Some((flag, _)) = mutex_only.iter().find(|(_, given)| *given) {
+        return Err(usage(format!("{flag} belongs to the mutex grid: it is not available with --rwlock")));
+    }
     for (i, t) in a.threads.iter().enumerate() {
         if a.threads[..i].contains(t) {
             return Err(usage(format!("--threads: {t} is listed twice")));
@@ -871,6 +880,9 @@ mod tests {
             &["--rwlock", "-s", "glibc-adaptive"],
             &["--rwlock", "--svg", "x.svg"],
             &["--rwlock", "--threads", "2,2"],
+            &["--rwlock", "--layout", "shared"],
+            &["--rwlock", "--scenarios", "idle-owner"],
+            &["--rwlock", "--no-grid"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
