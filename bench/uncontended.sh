@@ -2,7 +2,10 @@
 # The uncontended cost of a lock+unlock pair under each strategy, against glibc without
 # the preload, and the floor (bench/floor_preload.c), interleaved run by run:
 #
-#   bench/uncontended.sh [RUNS] [PAIRS]     (defaults: 11 runs of 5,000,000 pairs)
+#   bench/uncontended.sh [RUNS] [PAIRS] [MODE]
+#
+# (defaults: 11 runs of 5,000,000 pairs, MODE mutex; `read` or `write` time an rwlock's
+# rdlock or wrlock + unlock instead, without the floor arm, which has no rwlock).
 #
 # Each run of bench/uncontended.c prints its fastest round in ns per pair; this prints
 # per arm the median over the runs, the stddev in % of the mean, and the median's ratio
@@ -12,6 +15,7 @@
 set -eu
 runs=${1:-11}
 pairs=${2:-5000000}
+mode=${3:-mutex}
 root=$(cd "$(dirname "$0")/.." && pwd)
 lib=$root/target/release/libspinmutex.so
 [ -f "$lib" ] || { echo "uncontended.sh: build first: cargo build --release" >&2; exit 1; }
@@ -20,7 +24,8 @@ trap 'rm -rf "$tmp"' EXIT
 cc -O2 -pthread -o "$tmp/uncontended" "$root/bench/uncontended.c"
 cc -O2 -shared -fPIC -o "$tmp/floor.so" "$root/bench/floor_preload.c"
 
-arms="direct glibc futex spin kernel floor"
+arms="direct glibc futex spin kernel"
+[ "$mode" = mutex ] && arms="$arms floor"
 one() { # arm, program args...
     arm=$1; shift
     case $arm in
@@ -31,11 +36,11 @@ one() { # arm, program args...
 }
 for r in $(seq "$runs"); do
     for arm in $arms; do
-        echo "$arm $(one "$arm" "$tmp/uncontended" "$pairs")"
+        echo "$arm $(one "$arm" "$tmp/uncontended" "$pairs" 5 "$mode")"
     done
 done >"$tmp/times"
 
-echo "ns per uncontended lock+unlock pair: $runs interleaved runs of $pairs pairs (fastest of 5 rounds each)"
+echo "ns per uncontended $mode lock+unlock pair: $runs interleaved runs of $pairs pairs (fastest of 5 rounds each)"
 echo "$(nproc) CPU(s): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-8s %8s %8s %8s\n' arm median stddev% 'x direct'
 for arm in $arms; do
@@ -57,7 +62,7 @@ if command -v valgrind >/dev/null 2>&1; then
     echo "instructions per pair (callgrind)"
     for arm in $arms; do
         count() {
-            one "$arm" valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$tmp/uncontended" "$1" 1 \
+            one "$arm" valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$tmp/uncontended" "$1" 1 "$mode" \
                 >/dev/null 2>&1
             awk '/^summary:/ {print $2}' "$tmp/cg.out"
         }

@@ -19,9 +19,10 @@ use spinmutex_names::Strategy;
 use crate::library::{self, parse_bench_arm, Arm};
 use crate::machine::Machine;
 use crate::progress::Progress;
+use crate::sample::{median_of, Sample, Versus};
 use crate::scenario::{self, Scenario, Stage};
 use crate::settings::{self, Effective, Expected, LibSettings};
-use crate::stats::{self, Comparison};
+use crate::stats;
 use crate::text::{self, csv_field, csv_num, finite, Table};
 use crate::workload::Hogs;
 use crate::{child, handshake, svg, Failure};
@@ -266,16 +267,9 @@ pub struct CellSummary {
     pub runs: usize,
     pub median_ops_per_s: Option<f64>,
     pub stddev_pct: Option<f64>,
-    /// Median throughput ÷ the reference's.
-    pub ratio_to_reference: Option<f64>,
-    /// 95% interval of the ratio of mean throughputs to the reference (Fieller).
-    pub ratio_ci95: Option<[f64; 2]>,
-    pub p_value: Option<f64>,
-    pub significant: Option<bool>,
-    /// Median throughput ÷ none's: what the arm gains or costs against no library.
-    pub ratio_to_none: Option<f64>,
-    pub ratio_to_none_ci95: Option<[f64; 2]>,
-    pub significant_to_none: Option<bool>,
+    /// Against the reference arm and against none (the preload's own cost, for glibc).
+    #[serde(flatten)]
+    pub versus: Versus,
     pub cpu_us_per_1k_acq: Option<f64>,
     pub fairness: Option<f64>,
     /// Fairness ÷ the lock-free control's in the same cell.
@@ -286,33 +280,6 @@ pub struct CellSummary {
     pub pause_ns: Option<f64>,
     /// 1 / (load × pause time); null for load 0.
     pub bound_ops_per_s: Option<f64>,
-}
-
-/// What one workload run printed (the keys of its output line).
-#[derive(Debug, Clone, Default)]
-struct Sample {
-    values: BTreeMap<String, f64>,
-}
-
-impl Sample {
-    fn get(&self, k: &str) -> f64 {
-        self.values.get(k).copied().unwrap_or(f64::NAN)
-    }
-    fn ops_per_s(&self) -> f64 {
-        self.get("ops_per_s")
-    }
-    /// CPU µs per 1000 acquisitions.
-    fn cpu_us_per_1k(&self) -> f64 {
-        self.get("cpu_s") * 1e9 / self.get("ops")
-    }
-    fn fairness(&self) -> f64 {
-        let mean = self.get("mean_thread_ops");
-        if mean > 0.0 {
-            self.get("min_thread_ops") / mean
-        } else {
-            f64::NAN
-        }
-    }
 }
 
 const REQUIRED_KEYS: &[&str] = &[
@@ -326,23 +293,6 @@ const REQUIRED_KEYS: &[&str] = &[
     "pause_ns",
     "counter_ok",
 ];
-
-/// Parses the workload's `key=value ...` line (the last non-empty line of stdout).
-fn parse_output(stdout: &str) -> Result<Sample, String> {
-    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).ok_or("the workload printed nothing")?;
-    let mut values = BTreeMap::new();
-    for pair in line.split_whitespace() {
-        let (k, v) = pair.split_once('=').ok_or_else(|| format!("unexpected workload output '{pair}'"))?;
-        let v: f64 = v.parse().map_err(|_| format!("unexpected workload value {k}={v}"))?;
-        values.insert(k.to_string(), v);
-    }
-    for k in REQUIRED_KEYS {
-        if !values.contains_key(*k) {
-            return Err(format!("the workload's output lacks {k}"));
-        }
-    }
-    Ok(Sample { values })
-}
 
 #[derive(Debug, Clone)]
 struct RunRecord {
@@ -602,7 +552,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
                         &format!(
                             "{head}: {:>10.1} kops/s, fairness {:.2}",
                             s.ops_per_s() / 1e3,
-                            s.fairness()
+                            s.fairness_of("ops")
                         ),
                         false,
                     ),
@@ -736,7 +686,7 @@ fn run_once(
     check_loads(arm, exe, env, &done)?;
     rec.wall_s = done.wall.as_secs_f64();
     let stdout = String::from_utf8_lossy(&done.stdout);
-    let parsed = parse_output(&stdout);
+    let parsed = Sample::parse(&stdout, REQUIRED_KEYS, &[]);
     if !done.termination.success() {
         rec.error = Some(failure_message(&done));
         rec.sample = parsed.ok();
@@ -811,10 +761,7 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
             .filter_map(|r| r.sample.as_ref())
             .collect()
     };
-    let med = |xs: &[&Sample], f: &dyn Fn(&Sample) -> f64| -> f64 {
-        let v: Vec<f64> = xs.iter().map(|s| f(s)).filter(|v| v.is_finite()).collect();
-        stats::median(&v)
-    };
+    let med = median_of;
     let ops = |xs: &[&Sample]| -> Vec<f64> { xs.iter().map(|s| s.ops_per_s()).collect() };
     let arms = c.summarised_arms();
     let control = Arm::LockFree.to_string();
@@ -825,7 +772,7 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
         let cell_all: Vec<&Sample> = arms.iter().flat_map(|s| good(index, s)).collect();
         let pause = med(&cell_all, &|s| s.get("pause_ns"));
         let bound = bound(cell.load, pause);
-        let control_fairness = med(&good(index, &control), &|s| s.fairness());
+        let control_fairness = med(&good(index, &control), &|s| s.fairness_of("ops"));
         for s in &arms {
             let samples = good(index, s);
             let attempted = records.iter().filter(|r| r.cell == index && r.strategy == *s).count();
@@ -836,15 +783,13 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
             let xs = ops(&samples);
             let median_ops = stats::median(&xs);
             // The control has no lock: its throughput is compared with nothing.
-            let against = |base: &[f64], is_base: bool| -> (Option<f64>, Option<Comparison>) {
-                if is_base || is_control {
-                    return (None, None);
-                }
-                (finite(median_ops / stats::median(base)), stats::compare(base, &xs))
+            // The control has no lock: its throughput is compared with nothing.
+            let versus = if is_control {
+                Versus::default()
+            } else {
+                Versus::new(&xs, &ref_ops, &none_ops, *s == c.reference, s == "none")
             };
-            let (ratio, cmp) = against(&ref_ops, *s == c.reference);
-            let (ratio_none, cmp_none) = against(&none_ops, s == "none" || none_ops.is_empty());
-            let fairness = med(&samples, &|s| s.fairness());
+            let fairness = med(&samples, &|s| s.fairness_of("ops"));
             out.push(CellSummary {
                 cell: cell.clone(),
                 strategy: s.clone(),
@@ -852,13 +797,7 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
                 runs: attempted,
                 median_ops_per_s: finite(median_ops),
                 stddev_pct: finite(stats::stddev_pct(&xs)),
-                ratio_to_reference: ratio,
-                ratio_ci95: cmp.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
-                p_value: cmp.as_ref().and_then(|c| finite(c.p)),
-                significant: cmp.as_ref().map(Comparison::significant),
-                ratio_to_none: ratio_none,
-                ratio_to_none_ci95: cmp_none.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
-                significant_to_none: cmp_none.as_ref().map(Comparison::significant),
+                versus,
                 cpu_us_per_1k_acq: finite(med(&samples, &|s| s.cpu_us_per_1k())),
                 fairness: finite(fairness),
                 fairness_vs_control: if is_control { None } else { finite(fairness / control_fairness) },
@@ -982,11 +921,6 @@ fn render_tables(
     }
     header.extend(["wait p50", "wait p99", "wait max", "bound"].map(String::from));
     t.header.push(header);
-    let ci = |ci: Option<[f64; 2]>, sig: Option<bool>| match ci {
-        Some([lo, hi]) => format!("{lo:.2}–{hi:.2}{}", if sig == Some(true) { " *" } else { "" }),
-        None => "-".into(),
-    };
-    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.3}"));
     for s in sums {
         let mut row = vec![
             s.cell.group(),
@@ -996,13 +930,8 @@ fn render_tables(
             format!("{}/{}", s.runs_ok, s.runs),
             kops(s.median_ops_per_s),
             text::pct(s.stddev_pct.unwrap_or(f64::NAN)),
-            ratio(s.ratio_to_reference),
-            ci(s.ratio_ci95, s.significant),
         ];
-        if has_none {
-            row.push(ratio(s.ratio_to_none));
-            row.push(ci(s.ratio_to_none_ci95, s.significant_to_none));
-        }
+        row.extend(s.versus.columns(has_none));
         row.push(text::fixed(s.cpu_us_per_1k_acq.unwrap_or(f64::NAN)));
         row.push(s.fairness.map_or("-".into(), |f| format!("{f:.2}")));
         if c.control {
@@ -1049,10 +978,16 @@ fn throughput_table(c: &Config, sums: &[CellSummary], cells: &[&Cell]) -> String
             row.push(kops(sum.and_then(|c| c.median_ops_per_s)));
             row.push(text::pct(sum.and_then(|c| c.stddev_pct).unwrap_or(f64::NAN)));
             if s != refname && s != "none" {
-                row.push(sum.map_or("-".into(), |c| change_cell(c.ratio_to_reference, c.significant)));
+                row.push(
+                    sum.map_or("-".into(), |c| {
+                        change_cell(c.versus.ratio_to_reference, c.versus.significant)
+                    }),
+                );
             }
             if s == refname && has_none {
-                row.push(sum.map_or("-".into(), |c| change_cell(c.ratio_to_none, c.significant_to_none)));
+                row.push(sum.map_or("-".into(), |c| {
+                    change_cell(c.versus.ratio_to_none, c.versus.significant_to_none)
+                }));
             }
             bound = bound.or(sum.and_then(|c| c.bound_ops_per_s));
         }
@@ -1113,7 +1048,7 @@ fn bound_of(load: u64, s: &Sample) -> f64 {
 fn value(load: u64, s: &Sample, key: &str) -> f64 {
     match key {
         "cpu_us_per_1k_acq" => s.cpu_us_per_1k(),
-        "fairness" => s.fairness(),
+        "fairness" => s.fairness_of("ops"),
         "bound_ops_per_s" => bound_of(load, s),
         k => s.get(k),
     }
@@ -1157,7 +1092,7 @@ fn run_json(c: &Config, r: &RunRecord) -> RunJson {
         wall_s: finite(r.wall_s),
         workload: r.sample.as_ref().map(|s| {
             let mut m: BTreeMap<String, Option<f64>> =
-                s.values.iter().map(|(k, v)| (k.clone(), finite(*v))).collect();
+                s.values().iter().map(|(k, v)| (k.clone(), finite(*v))).collect();
             for k in ["cpu_us_per_1k_acq", "fairness", "bound_ops_per_s"] {
                 m.insert(k.to_string(), finite(value(cell.load, s, k)));
             }
@@ -1298,15 +1233,15 @@ mod tests {
     fn parses_workload_output() {
         let line = "threads=2 load=10 ops=1000000 ops_per_s=5000.5 cpu_s=0.5 min_thread_ops=400 \
                     mean_thread_ops=500 wait_p50_ns=100 wait_p99_ns=2000 pause_ns=30 counter_ok=1\n";
-        let s = parse_output(line).unwrap();
+        let s = Sample::parse(line, REQUIRED_KEYS, &[]).unwrap();
         assert_eq!(s.ops_per_s(), 5000.5);
-        assert_eq!(s.fairness(), 0.8);
+        assert_eq!(s.fairness_of("ops"), 0.8);
         // 0.5 s for a million acquisitions: 0.5 µs each, 500 µs per 1000.
         assert_eq!(s.cpu_us_per_1k(), 500.0);
         assert!((bound_of(10, &s) - 1e9 / 300.0).abs() < 1e-6);
         assert!(!bound_of(0, &s).is_finite());
-        assert!(parse_output("").is_err());
-        assert!(parse_output("ops=1").is_err());
-        assert!(parse_output("ops=x").is_err());
+        assert!(Sample::parse("", REQUIRED_KEYS, &[]).is_err());
+        assert!(Sample::parse("ops=1", REQUIRED_KEYS, &[]).is_err());
+        assert!(Sample::parse("ops=x", REQUIRED_KEYS, &[]).is_err());
     }
 }

@@ -21,8 +21,9 @@ use crate::bench::{self, BenchArgs, INTERRUPTED};
 use crate::library::{self, Arm};
 use crate::machine::Machine;
 use crate::progress::Progress;
+use crate::sample::{median_of, Sample, Versus};
 use crate::settings::{self, Effective};
-use crate::stats::{self, Comparison};
+use crate::stats;
 use crate::text::{self, csv_field, csv_num, finite, Table};
 use crate::{child, Failure};
 
@@ -90,16 +91,9 @@ pub struct RwCellSummary {
     pub runs: usize,
     pub median_ops_per_s: Option<f64>,
     pub stddev_pct: Option<f64>,
-    /// Median throughput ÷ the reference's.
-    pub ratio_to_reference: Option<f64>,
-    /// 95% interval of the ratio of mean throughputs to the reference (Fieller).
-    pub ratio_ci95: Option<[f64; 2]>,
-    pub p_value: Option<f64>,
-    pub significant: Option<bool>,
-    /// Median throughput ÷ none's.
-    pub ratio_to_none: Option<f64>,
-    pub ratio_to_none_ci95: Option<[f64; 2]>,
-    pub significant_to_none: Option<bool>,
+    /// Against the reference arm and against none (the preload's own cost, for glibc).
+    #[serde(flatten)]
+    pub versus: Versus,
     pub cpu_us_per_1k_acq: Option<f64>,
     /// Fewest acquisitions of a thread ÷ the mean, both modes together.
     pub fairness: Option<f64>,
@@ -118,33 +112,6 @@ pub struct RwCellSummary {
     pub bound_ops_per_s: Option<f64>,
 }
 
-/// The numeric values of one run's output line.
-#[derive(Debug, Clone, Default)]
-struct Sample {
-    values: BTreeMap<String, f64>,
-}
-
-impl Sample {
-    fn get(&self, k: &str) -> f64 {
-        self.values.get(k).copied().unwrap_or(f64::NAN)
-    }
-
-    fn cpu_us_per_1k(&self) -> f64 {
-        self.get("cpu_s") * 1e9 / self.get("ops")
-    }
-
-    /// Fewest per thread ÷ mean, of `what` (`ops`, `reads` or `writes`); NaN when the
-    /// mean is 0 (no writes asked for).
-    fn fairness(&self, what: &str) -> f64 {
-        let mean = self.get(&format!("mean_thread_{what}"));
-        if mean > 0.0 {
-            self.get(&format!("min_thread_{what}")) / mean
-        } else {
-            f64::NAN
-        }
-    }
-}
-
 const REQUIRED_KEYS: &[&str] = &[
     "ops",
     "reads",
@@ -160,26 +127,6 @@ const REQUIRED_KEYS: &[&str] = &[
 
 /// The keys whose values are words, not numbers.
 const WORD_KEYS: &[&str] = &["kind", "layout"];
-
-/// Parses the workload's `key=value ...` line (the last non-empty line of stdout).
-fn parse_output(stdout: &str) -> Result<Sample, String> {
-    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).ok_or("the workload printed nothing")?;
-    let mut values = BTreeMap::new();
-    for pair in line.split_whitespace() {
-        let (k, v) = pair.split_once('=').ok_or_else(|| format!("unexpected workload output '{pair}'"))?;
-        if WORD_KEYS.contains(&k) {
-            continue;
-        }
-        let v: f64 = v.parse().map_err(|_| format!("unexpected workload value {k}={v}"))?;
-        values.insert(k.to_string(), v);
-    }
-    for k in REQUIRED_KEYS {
-        if !values.contains_key(*k) {
-            return Err(format!("the workload's output lacks {k}"));
-        }
-    }
-    Ok(Sample { values })
-}
 
 #[derive(Debug, Clone)]
 struct RunRecord {
@@ -336,8 +283,8 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
                             (Some(s), None) => progress.step(
                                 &format!(
                                     "{head}: {:>10.1} kops/s, fairness {:.2}",
-                                    s.get("ops_per_s") / 1e3,
-                                    s.fairness("ops")
+                                    s.ops_per_s() / 1e3,
+                                    s.fairness_of("ops")
                                 ),
                                 false,
                             ),
@@ -458,7 +405,7 @@ fn run_once(
     };
     bench::check_loads(arm, exe, env, &done)?;
     rec.wall_s = done.wall.as_secs_f64();
-    let parsed = parse_output(&String::from_utf8_lossy(&done.stdout));
+    let parsed = Sample::parse(&String::from_utf8_lossy(&done.stdout), REQUIRED_KEYS, WORD_KEYS);
     if !done.termination.success() {
         rec.error = Some(bench::failure_message(&done));
         rec.sample = parsed.ok();
@@ -499,11 +446,8 @@ fn summarise(c: &RwConfig, records: &[RunRecord], cpus: usize) -> Vec<RwCellSumm
             .filter_map(|r| r.sample.as_ref())
             .collect()
     };
-    let med = |xs: &[&Sample], f: &dyn Fn(&Sample) -> f64| -> f64 {
-        let v: Vec<f64> = xs.iter().map(|s| f(s)).filter(|v| v.is_finite()).collect();
-        stats::median(&v)
-    };
-    let ops = |xs: &[&Sample]| -> Vec<f64> { xs.iter().map(|s| s.get("ops_per_s")).collect() };
+    let med = median_of;
+    let ops = |xs: &[&Sample]| -> Vec<f64> { xs.iter().map(|s| s.ops_per_s()).collect() };
     let mut out = Vec::new();
     for &t in &c.threads {
         for &w in &c.writes_pct {
@@ -521,14 +465,7 @@ fn summarise(c: &RwConfig, records: &[RunRecord], cpus: usize) -> Vec<RwCellSumm
                     }
                     let xs = ops(&samples);
                     let median_ops = stats::median(&xs);
-                    let against = |base: &[f64], is_base: bool| -> (Option<f64>, Option<Comparison>) {
-                        if is_base {
-                            return (None, None);
-                        }
-                        (finite(median_ops / stats::median(base)), stats::compare(base, &xs))
-                    };
-                    let (ratio, cmp) = against(&ref_ops, *s == c.reference);
-                    let (ratio_none, cmp_none) = against(&none_ops, s == "none" || none_ops.is_empty());
+                    let versus = Versus::new(&xs, &ref_ops, &none_ops, *s == c.reference, s == "none");
                     let value = |f: &dyn Fn(&Sample) -> f64| finite(med(&samples, f));
                     out.push(RwCellSummary {
                         threads: t,
@@ -539,17 +476,11 @@ fn summarise(c: &RwConfig, records: &[RunRecord], cpus: usize) -> Vec<RwCellSumm
                         runs: attempted,
                         median_ops_per_s: finite(median_ops),
                         stddev_pct: finite(stats::stddev_pct(&xs)),
-                        ratio_to_reference: ratio,
-                        ratio_ci95: cmp.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
-                        p_value: cmp.as_ref().and_then(|c| finite(c.p)),
-                        significant: cmp.as_ref().map(Comparison::significant),
-                        ratio_to_none: ratio_none,
-                        ratio_to_none_ci95: cmp_none.as_ref().and_then(|c| c.ratio_ci).map(|(a, b)| [a, b]),
-                        significant_to_none: cmp_none.as_ref().map(Comparison::significant),
+                        versus,
                         cpu_us_per_1k_acq: value(&|s| s.cpu_us_per_1k()),
-                        fairness: value(&|s| s.fairness("ops")),
-                        read_fairness: value(&|s| s.fairness("reads")),
-                        write_fairness: value(&|s| s.fairness("writes")),
+                        fairness: value(&|s| s.fairness_of("ops")),
+                        read_fairness: value(&|s| s.fairness_of("reads")),
+                        write_fairness: value(&|s| s.fairness_of("writes")),
                         write_share: if w > 0.0 { value(&|s| s.get("write_share")) } else { None },
                         wait_p50_ns: value(&|s| s.get("wait_p50_ns")),
                         wait_p99_ns: value(&|s| s.get("wait_p99_ns")),
@@ -640,15 +571,13 @@ fn render_tables(
                     row.push(bench::kops(cell.and_then(|c| c.median_ops_per_s)));
                     row.push(text::pct(cell.and_then(|c| c.stddev_pct).unwrap_or(f64::NAN)));
                     if s != refname && s != "none" {
-                        row.push(
-                            cell.map_or("-".into(), |c| {
-                                bench::change_cell(c.ratio_to_reference, c.significant)
-                            }),
-                        );
+                        row.push(cell.map_or("-".into(), |c| {
+                            bench::change_cell(c.versus.ratio_to_reference, c.versus.significant)
+                        }));
                     }
                     if s == refname && has_none {
                         row.push(cell.map_or("-".into(), |c| {
-                            bench::change_cell(c.ratio_to_none, c.significant_to_none)
+                            bench::change_cell(c.versus.ratio_to_none, c.versus.significant_to_none)
                         }));
                     }
                     bound = bound.or(cell.and_then(|c| c.bound_ops_per_s));
@@ -693,11 +622,6 @@ fn render_tables(
         .map(String::from),
     );
     t.header.push(header);
-    let ci = |ci: Option<[f64; 2]>, sig: Option<bool>| match ci {
-        Some([lo, hi]) => format!("{lo:.2}–{hi:.2}{}", if sig == Some(true) { " *" } else { "" }),
-        None => "-".into(),
-    };
-    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.3}"));
     let two = |f: Option<f64>| f.map_or("-".into(), |f| format!("{f:.2}"));
     for s in sums {
         let mut row = vec![
@@ -708,13 +632,8 @@ fn render_tables(
             format!("{}/{}", s.runs_ok, s.runs),
             bench::kops(s.median_ops_per_s),
             text::pct(s.stddev_pct.unwrap_or(f64::NAN)),
-            ratio(s.ratio_to_reference),
-            ci(s.ratio_ci95, s.significant),
         ];
-        if has_none {
-            row.push(ratio(s.ratio_to_none));
-            row.push(ci(s.ratio_to_none_ci95, s.significant_to_none));
-        }
+        row.extend(s.versus.columns(has_none));
         row.extend([
             text::fixed(s.cpu_us_per_1k_acq.unwrap_or(f64::NAN)),
             two(s.fairness),
@@ -781,9 +700,9 @@ const CSV_COLUMNS: &[&str] = &[
 fn value(r: &RunRecord, s: &Sample, key: &str, cpus: usize) -> f64 {
     match key {
         "cpu_us_per_1k_acq" => s.cpu_us_per_1k(),
-        "fairness" => s.fairness("ops"),
-        "read_fairness" => s.fairness("reads"),
-        "write_fairness" => s.fairness("writes"),
+        "fairness" => s.fairness_of("ops"),
+        "read_fairness" => s.fairness_of("reads"),
+        "write_fairness" => s.fairness_of("writes"),
         "bound_ops_per_s" => bound(r.load, r.writes_pct, r.threads, cpus, s.get("pause_ns")),
         k => s.get(k),
     }
@@ -829,7 +748,7 @@ fn run_json(r: &RunRecord, cpus: usize) -> RwRunJson {
         wall_s: finite(r.wall_s),
         workload: r.sample.as_ref().map(|s| {
             let mut m: BTreeMap<String, Option<f64>> =
-                s.values.iter().map(|(k, v)| (k.clone(), finite(*v))).collect();
+                s.values().iter().map(|(k, v)| (k.clone(), finite(*v))).collect();
             for k in DERIVED {
                 m.insert(k.to_string(), finite(value(r, s, k, cpus)));
             }
@@ -894,14 +813,14 @@ mod tests {
                     writes=100 ops_per_s=5000 cpu_s=0.5 min_thread_ops=400 mean_thread_ops=500 \
                     min_thread_reads=300 mean_thread_reads=450 min_thread_writes=50 mean_thread_writes=50 \
                     write_share=1 wait_p99_ns=2000 read_wait_samples=0 read_wait_p99_ns=0 pause_ns=30 data_ok=1\n";
-        let s = parse_output(line).unwrap();
-        assert_eq!(s.get("ops_per_s"), 5000.0);
-        assert_eq!((s.fairness("ops"), s.fairness("writes")), (0.8, 1.0));
-        assert!((s.fairness("reads") - 300.0 / 450.0).abs() < 1e-12);
+        let s = Sample::parse(line, REQUIRED_KEYS, WORD_KEYS).unwrap();
+        assert_eq!(s.ops_per_s(), 5000.0);
+        assert_eq!((s.fairness_of("ops"), s.fairness_of("writes")), (0.8, 1.0));
+        assert!((s.fairness_of("reads") - 300.0 / 450.0).abs() < 1e-12);
         assert_eq!(s.cpu_us_per_1k(), 500_000.0);
         assert!(nonzero_samples(&s, "read").is_nan());
-        assert!(parse_output("ops=1").is_err());
-        assert!(parse_output("ops=x").is_err());
+        assert!(Sample::parse("ops=1", REQUIRED_KEYS, WORD_KEYS).is_err());
+        assert!(Sample::parse("ops=x", REQUIRED_KEYS, WORD_KEYS).is_err());
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod metric;
 mod progress;
 pub mod report;
 mod run;
+pub mod sample;
 pub mod scenario;
 mod settings;
 mod stats;

@@ -523,8 +523,8 @@ fn bench_reduced_grid_writes_csv_json_svg() {
     assert_eq!(report.effective["glibc-adaptive"].as_ref().unwrap().strategy, "glibc");
     for c in &report.cells {
         let control = c.strategy == "lock-free";
-        assert_eq!(c.ratio_to_reference.is_none(), c.strategy == "glibc" || control, "{c:?}");
-        assert_eq!(c.ratio_to_none.is_none(), c.strategy == "none" || control, "{c:?}");
+        assert_eq!(c.versus.ratio_to_reference.is_none(), c.strategy == "glibc" || control, "{c:?}");
+        assert_eq!(c.versus.ratio_to_none.is_none(), c.strategy == "none" || control, "{c:?}");
         assert_eq!(c.bound_ops_per_s.is_none(), c.cell.load == 0, "{c:?}");
         assert_eq!(c.fairness_vs_control.is_none(), control, "{c:?}");
         assert!(c.cell.scenario.is_none());
@@ -655,8 +655,8 @@ fn bench_rwlock_grid_writes_csv_and_json() {
         }
     }
     for c in &report.cells {
-        assert_eq!(c.ratio_to_reference.is_none(), c.strategy == "glibc", "{c:?}");
-        assert_eq!(c.ratio_to_none.is_none(), c.strategy == "none", "{c:?}");
+        assert_eq!(c.versus.ratio_to_reference.is_none(), c.strategy == "glibc", "{c:?}");
+        assert_eq!(c.versus.ratio_to_none.is_none(), c.strategy == "none", "{c:?}");
         assert_eq!(c.bound_ops_per_s.is_none(), c.load == 0, "{c:?}");
         assert_eq!(c.write_share.is_none(), c.writes_pct == 0.0, "{c:?}");
         assert_eq!(c.write_wait_p99_ns.is_none(), c.writes_pct == 0.0, "{c:?}");
