@@ -590,31 +590,14 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         }
     }
     print!("{}", render_tables(&c, &summaries, &machine, &effective, &scenario_setup, &lib));
-    if !warnings.is_empty() {
-        println!("\nwarnings:");
-        for w in &warnings {
-            println!("  {w}");
-        }
-    }
-    let failed: Vec<&RunRecord> = records.iter().filter(|r| r.error.is_some()).collect();
-    if !failed.is_empty() {
-        println!("\n{} failed run(s), left out of the statistics:", failed.len());
-        for r in &failed {
-            println!(
-                "  {} {} run {}: {}",
-                c.cells[r.cell].label(),
-                r.strategy,
-                r.run,
-                r.error.as_deref().unwrap_or("")
-            );
-        }
-    }
-    let write = |path: &Path, text: String| {
-        std::fs::write(path, text)
-            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
-        eprintln!("spinmutex bench: wrote {}", path.display());
-        Ok::<(), Failure>(())
-    };
+    let failed: Vec<String> = records
+        .iter()
+        .filter_map(|r| {
+            let e = r.error.as_deref()?;
+            Some(format!("{} {} run {}: {e}", c.cells[r.cell].label(), r.strategy, r.run))
+        })
+        .collect();
+    print_warnings_and_failures(&warnings, &failed);
     if let Some(p) = &a.csv {
         write(p, to_csv(&c, &records))?;
     }
@@ -636,6 +619,30 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         write(p, to_svg(&c, &machine, &summaries, &records))?;
     }
     Ok(if failed.is_empty() && !interrupted { 0 } else { 1 })
+}
+
+/// What closes a grid's text report: the warnings, and the runs that failed (one line
+/// each), which the statistics leave out.
+pub(crate) fn print_warnings_and_failures(warnings: &[String], failed: &[String]) {
+    if !warnings.is_empty() {
+        println!("\nwarnings:");
+        for w in warnings {
+            println!("  {w}");
+        }
+    }
+    if !failed.is_empty() {
+        println!("\n{} failed run(s), left out of the statistics:", failed.len());
+        for f in failed {
+            println!("  {f}");
+        }
+    }
+}
+
+/// Writes one of the files a grid was asked for (--csv, --json, --svg), and says so.
+pub(crate) fn write(path: &Path, text: String) -> Result<(), Failure> {
+    std::fs::write(path, text).map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
+    eprintln!("spinmutex bench: wrote {}", path.display());
+    Ok(())
 }
 
 /// One run of the workload; stops the benchmark (Err) when the library did not load as

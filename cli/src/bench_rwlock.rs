@@ -315,33 +315,18 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         }
     }
     print!("{}", render_tables(&c, &summaries, &machine, &effective, &lib));
-    if !warnings.is_empty() {
-        println!("\nwarnings:");
-        for w in &warnings {
-            println!("  {w}");
-        }
-    }
-    let failed: Vec<&RunRecord> = records.iter().filter(|r| r.error.is_some()).collect();
-    if !failed.is_empty() {
-        println!("\n{} failed run(s), left out of the statistics:", failed.len());
-        for r in &failed {
-            println!(
-                "  threads {} writes {}% load {} {} run {}: {}",
-                r.threads,
-                r.writes_pct,
-                r.load,
-                r.strategy,
-                r.run,
-                r.error.as_deref().unwrap_or("")
-            );
-        }
-    }
-    let write = |path: &Path, text: String| {
-        std::fs::write(path, text)
-            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
-        eprintln!("spinmutex bench: wrote {}", path.display());
-        Ok::<(), Failure>(())
-    };
+    let failed: Vec<String> = records
+        .iter()
+        .filter_map(|r| {
+            let e = r.error.as_deref()?;
+            Some(format!(
+                "threads {} writes {}% load {} {} run {}: {e}",
+                r.threads, r.writes_pct, r.load, r.strategy, r.run
+            ))
+        })
+        .collect();
+    bench::print_warnings_and_failures(&warnings, &failed);
+    let write = bench::write;
     if let Some(p) = &a.csv {
         write(p, to_csv(&records, machine.nproc))?;
     }
