@@ -640,7 +640,8 @@ pub(crate) fn print_warnings_and_failures(warnings: &[String], failed: &[String]
 
 /// Writes one of the files a grid was asked for (--csv, --json, --svg), and says so.
 pub(crate) fn write(path: &Path, text: String) -> Result<(), Failure> {
-    std::fs::write(path, text).map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
+    std::fs::write(path, text)
+        .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
     eprintln!("spinmutex bench: wrote {}", path.display());
     Ok(())
 }

@@ -5,16 +5,17 @@
 
 use std::fmt::Write as _;
 
-const PALETTE: &[&str] =
-    &["#1f77b4", "#17becf", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"];
+/// Colours for series without a fixed one: none of the fixed ones.
+const PALETTE: &[&str] = &["#8c564b", "#e377c2", "#bcbd22", "#2ca02c"];
 
-/// The colour of a series, fixed for the usual strategy names.
+/// The colour of a series, fixed (and distinct) for the strategy and arm names.
 pub fn colour(name: &str, index: usize) -> &'static str {
     match name {
         "glibc" => "#1f77b4",
         "glibc-adaptive" => "#17becf",
         "futex" => "#ff7f0e",
         "spin" => "#d62728",
+        "kernel" => "#9467bd",
         "none" => "#7f7f7f",
         _ => PALETTE[index % PALETTE.len()],
     }
@@ -233,9 +234,10 @@ impl Chart {
     pub fn render(&self) -> String {
         let cols = self.panels.len().clamp(1, 3);
         let rows = self.panels.len().div_ceil(cols).max(1);
-        let width = cols as f64 * PANEL_W + 20.0;
         let height = HEADER_H + rows as f64 * PANEL_H + 10.0;
-        let mut s = document_start(width, height, &self.title, &self.subtitle);
+        // The legend first: the chart is as wide as the panels or the legend.
+        let mut legend = String::new();
+        let s = &mut legend;
         // Legend: every series name seen, in order of first appearance.
         let mut names: Vec<&str> = Vec::new();
         for p in &self.panels {
@@ -264,8 +266,10 @@ impl Chart {
             lx + 22.0,
             lx + 27.0
         );
+        let mut legend_end = lx + 200.0;
         if self.panels.iter().any(|p| p.series.iter().any(|se| !se.bars.is_empty())) {
             let lx = lx + 200.0;
+            legend_end = lx + 22.0 + 7.5 * "95% interval of the mean".len() as f64;
             let _ = writeln!(
                 s,
                 r##"<path d="M{},50H{}M{},50V62M{},62H{}" stroke="#000" stroke-width="1.2" fill="none"/><text x="{}" y="60">95% interval of the mean</text>"##,
@@ -277,6 +281,9 @@ impl Chart {
                 lx + 22.0
             );
         }
+        let width = (cols as f64 * PANEL_W + 20.0).max(legend_end + 10.0);
+        let mut s = document_start(width, height, &self.title, &self.subtitle);
+        s.push_str(&legend);
         for (k, panel) in self.panels.iter().enumerate() {
             let ox = 10.0 + (k % cols) as f64 * PANEL_W;
             let oy = HEADER_H + (k / cols) as f64 * PANEL_H;
@@ -450,5 +457,16 @@ mod tests {
         assert!(svg.contains("bound 100"));
         // One error bar: the glibc point with three samples.
         assert_eq!(svg.matches("95% interval ").count(), 2, "the bar and its legend:\n{svg}");
+    }
+
+    #[test]
+    fn every_arm_has_its_own_colour() {
+        let names = ["glibc", "glibc-adaptive", "futex", "spin", "kernel", "none"];
+        let mut colours: Vec<&str> = names.iter().enumerate().map(|(i, n)| colour(n, i)).collect();
+        colours.extend(PALETTE);
+        let mut unique = colours.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), colours.len(), "{colours:?}");
     }
 }
