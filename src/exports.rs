@@ -206,17 +206,7 @@ pub unsafe extern "C" fn _Fork() -> libc::pid_t {
     pid
 }
 
-/// The old double-underscore names some programs still link against.
-macro_rules! alias {
-    ($($alias:ident => $target:ident ( $($arg:ident: $ty:ty),* );)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $alias($($arg: $ty),*) -> c_int {
-            // SAFETY: same contract as the function it stands for.
-            unsafe { $target($($arg),*) }
-        }
-    )*};
-}
-
+// The old double-underscore names some programs still link against.
 alias! {
     __pthread_mutex_lock => pthread_mutex_lock(m: *mut pthread_mutex_t);
     __pthread_mutex_trylock => pthread_mutex_trylock(m: *mut pthread_mutex_t);

@@ -15,6 +15,19 @@
 //! statistics; `tools` the lock watchers (helgrind, drd, ThreadSanitizer) for which the
 //! library steps aside.
 
+/// Exports the old double-underscore names of glibc's functions (`__pthread_mutex_lock`,
+/// `__pthread_rwlock_rdlock`, ...) that some programs still link against, each as a
+/// call of the function it stands for.
+macro_rules! alias {
+    ($($alias:ident => $target:ident ( $($arg:ident: $ty:ty),* );)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $alias($($arg: $ty),*) -> libc::c_int {
+            // SAFETY: same contract as the function it stands for.
+            unsafe { $target($($arg),*) }
+        }
+    )*};
+}
+
 mod c11;
 mod cond;
 mod config;

@@ -313,17 +313,7 @@ pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_i
     r
 }
 
-/// The old double-underscore names (`__pthread_rwlock_*@GLIBC_2.2.5`).
-macro_rules! alias {
-    ($($alias:ident => $target:ident ( $($arg:ident: $ty:ty),* );)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $alias($($arg: $ty),*) -> c_int {
-            // SAFETY: same contract as the function it stands for.
-            unsafe { $target($($arg),*) }
-        }
-    )*};
-}
-
+// The old double-underscore names (`__pthread_rwlock_*@GLIBC_2.2.5`).
 alias! {
     __pthread_rwlock_rdlock => pthread_rwlock_rdlock(l: *mut pthread_rwlock_t);
     __pthread_rwlock_tryrdlock => pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t);
