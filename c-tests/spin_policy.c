@@ -22,19 +22,28 @@ static void pin_to(int cpu) {
     if (rc != 0) fail("pthread_setaffinity_np: %s", strerror(rc));
 }
 
-static volatile int holding;
+/* The two threads take turns, in step, so that the contender always finds the lock
+ * held (the test must not depend on how the scheduler happens to interleave them). */
+#define ROUNDS 20
+static int holding, waiting, acquired;
+
+static void yield_until(int *flag, int value) {
+    while (__atomic_load_n(flag, __ATOMIC_SEQ_CST) != value) sched_yield();
+}
 
 static void *holder(void *arg) {
     (void)arg;
     pin_to(0);
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < ROUNDS; i++) {
         OK(pthread_mutex_lock(&m));
         __atomic_store_n(&holding, 1, __ATOMIC_SEQ_CST);
-        /* Give CPU 0 to the contender while holding the lock. */
+        /* Give CPU 0 to the contender while holding the lock, until it is about to
+         * lock, and a little longer so that it is inside pthread_mutex_lock. */
+        yield_until(&waiting, 1);
         for (int k = 0; k < 3; k++) sched_yield();
         __atomic_store_n(&holding, 0, __ATOMIC_SEQ_CST);
         OK(pthread_mutex_unlock(&m));
-        sched_yield();
+        yield_until(&acquired, i + 1);
     }
     return NULL;
 }
@@ -42,22 +51,37 @@ static void *holder(void *arg) {
 static void *contender(void *arg) {
     (void)arg;
     pin_to(0);
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < ROUNDS; i++) {
+        yield_until(&holding, 1);
+        __atomic_store_n(&waiting, 1, __ATOMIC_SEQ_CST);
         OK(pthread_mutex_lock(&m));
+        __atomic_store_n(&waiting, 0, __ATOMIC_SEQ_CST);
         OK(pthread_mutex_unlock(&m));
-        sched_yield();
+        __atomic_store_n(&acquired, i + 1, __ATOMIC_SEQ_CST);
     }
     return NULL;
 }
 
-/* Holds the lock asleep for a moment now and then, so that the others find it busy. */
+/* Worker 0 holds the lock asleep for a moment now and then; the others keep locking
+ * until it is done, so that they find it busy whatever the scheduler does. */
+static int sleeper_done;
+
 static void *worker(void *arg) {
     long id = (long)arg;
-    for (int i = 0; i < 10; i++) {
+    if (id == 0) {
+        for (int i = 0; i < 10; i++) {
+            OK(pthread_mutex_lock(&m));
+            sleep_ms(2);
+            OK(pthread_mutex_unlock(&m));
+            sleep_ms(1);
+        }
+        __atomic_store_n(&sleeper_done, 1, __ATOMIC_SEQ_CST);
+        return NULL;
+    }
+    while (!__atomic_load_n(&sleeper_done, __ATOMIC_SEQ_CST)) {
         OK(pthread_mutex_lock(&m));
-        if (id == 0) sleep_ms(2);
         OK(pthread_mutex_unlock(&m));
-        if (id == 0) sleep_ms(1);
+        sched_yield();
     }
     return NULL;
 }
