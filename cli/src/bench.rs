@@ -958,19 +958,57 @@ fn render_tables(
 
 /// The throughput table of one group of cells: a row per cell, columns per arm.
 fn throughput_table(c: &Config, sums: &[CellSummary], cells: &[&Cell]) -> String {
-    let refname = &c.reference;
-    let has_none = c.strategies.iter().any(|s| s == "none");
+    let rows = cells.iter().map(|cell| {
+        let keys = vec![cell.threads.to_string(), cell.load.to_string()];
+        (keys, c.strategies.iter().map(|s| find(sums, cell, s)).collect())
+    });
+    arm_columns_table(&["threads", "load"], &c.strategies, &c.reference, rows)
+}
+
+/// What a throughput table shows of one arm in one cell (both grids' summaries).
+pub(crate) trait ArmFigures {
+    fn median(&self) -> Option<f64>;
+    fn stddev_pct(&self) -> Option<f64>;
+    fn versus(&self) -> &Versus;
+    fn bound(&self) -> Option<f64>;
+}
+
+impl ArmFigures for CellSummary {
+    fn median(&self) -> Option<f64> {
+        self.median_ops_per_s
+    }
+    fn stddev_pct(&self) -> Option<f64> {
+        self.stddev_pct
+    }
+    fn versus(&self) -> &Versus {
+        &self.versus
+    }
+    fn bound(&self) -> Option<f64> {
+        self.bound_ops_per_s
+    }
+}
+
+/// A throughput table: per row the cell's `keys`, then per arm (in `strategies`' order)
+/// its kops/s, sd% and change against `reference` (for the reference itself: against
+/// none, when none ran), then the cell's bound.
+pub(crate) fn arm_columns_table<'a, S: ArmFigures + 'a>(
+    keys: &[&str],
+    strategies: &[String],
+    reference: &str,
+    rows: impl IntoIterator<Item = (Vec<String>, Vec<Option<&'a S>>)>,
+) -> String {
+    let has_none = strategies.iter().any(|s| s == "none");
     let mut t = Table::new(0);
-    let mut h1 = vec![String::new(), String::new()];
-    let mut h2 = vec!["threads".to_string(), "load".to_string()];
-    for s in &c.strategies {
+    let mut h1 = vec![String::new(); keys.len()];
+    let mut h2: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    for s in strategies {
         h1.extend([s.clone(), String::new()]);
         h2.extend(["kops/s".to_string(), "sd%".to_string()]);
-        if s != refname && s != "none" {
+        if s != reference && s != "none" {
             h1.push(String::new());
-            h2.push(format!("vs {refname}"));
+            h2.push(format!("vs {reference}"));
         }
-        if s == refname && has_none {
+        if s == reference && has_none {
             h1.push(String::new());
             h2.push("vs none".into());
         }
@@ -978,26 +1016,22 @@ fn throughput_table(c: &Config, sums: &[CellSummary], cells: &[&Cell]) -> String
     h1.push(String::new());
     h2.push("bound".into());
     t.header = vec![h1, h2];
-    for cell in cells {
-        let mut row = vec![cell.threads.to_string(), cell.load.to_string()];
+    for (mut row, arms) in rows {
         let mut bound = None;
-        for s in &c.strategies {
-            let sum = find(sums, cell, s);
-            row.push(kops(sum.and_then(|c| c.median_ops_per_s)));
-            row.push(text::pct(sum.and_then(|c| c.stddev_pct).unwrap_or(f64::NAN)));
-            if s != refname && s != "none" {
-                row.push(
-                    sum.map_or("-".into(), |c| {
-                        change_cell(c.versus.ratio_to_reference, c.versus.significant)
-                    }),
-                );
-            }
-            if s == refname && has_none {
+        for (s, sum) in strategies.iter().zip(arms) {
+            row.push(kops(sum.and_then(S::median)));
+            row.push(text::pct(sum.and_then(S::stddev_pct).unwrap_or(f64::NAN)));
+            if s != reference && s != "none" {
                 row.push(sum.map_or("-".into(), |c| {
-                    change_cell(c.versus.ratio_to_none, c.versus.significant_to_none)
+                    change_cell(c.versus().ratio_to_reference, c.versus().significant)
                 }));
             }
-            bound = bound.or(sum.and_then(|c| c.bound_ops_per_s));
+            if s == reference && has_none {
+                row.push(sum.map_or("-".into(), |c| {
+                    change_cell(c.versus().ratio_to_none, c.versus().significant_to_none)
+                }));
+            }
+            bound = bound.or(sum.and_then(S::bound));
         }
         row.push(kops(bound));
         t.rows.push(row);

@@ -112,6 +112,21 @@ pub struct RwCellSummary {
     pub bound_ops_per_s: Option<f64>,
 }
 
+impl bench::ArmFigures for RwCellSummary {
+    fn median(&self) -> Option<f64> {
+        self.median_ops_per_s
+    }
+    fn stddev_pct(&self) -> Option<f64> {
+        self.stddev_pct
+    }
+    fn versus(&self) -> &Versus {
+        &self.versus
+    }
+    fn bound(&self) -> Option<f64> {
+        self.bound_ops_per_s
+    }
+}
+
 const REQUIRED_KEYS: &[&str] = &[
     "ops",
     "reads",
@@ -528,51 +543,16 @@ fn render_tables(
          writes, CPUs) in kops/s (see --help).\n",
         if has_none { " (and, for glibc, against none: the preload's own cost)" } else { "" }
     );
-    let mut t = Table::new(0);
-    let mut h1 = vec![String::new(); 3];
-    let mut h2: Vec<String> = ["threads", "writes", "load"].map(String::from).to_vec();
-    for s in &c.strategies {
-        h1.extend([s.clone(), String::new()]);
-        h2.extend(["kops/s".to_string(), "sd%".to_string()]);
-        if s != refname && s != "none" {
-            h1.push(String::new());
-            h2.push(format!("vs {refname}"));
-        }
-        if s == refname && has_none {
-            h1.push(String::new());
-            h2.push("vs none".into());
-        }
-    }
-    h1.push(String::new());
-    h2.push("bound".into());
-    t.header = vec![h1, h2];
+    let mut rows = Vec::new();
     for &th in &c.threads {
         for &w in &c.writes_pct {
             for &l in &c.loads {
-                let mut row = vec![th.to_string(), format!("{w}%"), l.to_string()];
-                let mut bound = None;
-                for s in &c.strategies {
-                    let cell = find(sums, th, w, l, s);
-                    row.push(bench::kops(cell.and_then(|c| c.median_ops_per_s)));
-                    row.push(text::pct(cell.and_then(|c| c.stddev_pct).unwrap_or(f64::NAN)));
-                    if s != refname && s != "none" {
-                        row.push(cell.map_or("-".into(), |c| {
-                            bench::change_cell(c.versus.ratio_to_reference, c.versus.significant)
-                        }));
-                    }
-                    if s == refname && has_none {
-                        row.push(cell.map_or("-".into(), |c| {
-                            bench::change_cell(c.versus.ratio_to_none, c.versus.significant_to_none)
-                        }));
-                    }
-                    bound = bound.or(cell.and_then(|c| c.bound_ops_per_s));
-                }
-                row.push(bench::kops(bound));
-                t.rows.push(row);
+                let keys = vec![th.to_string(), format!("{w}%"), l.to_string()];
+                rows.push((keys, c.strategies.iter().map(|s| find(sums, th, w, l, s)).collect()));
             }
         }
     }
-    out.push_str(&t.render());
+    out.push_str(&bench::arm_columns_table(&["threads", "writes", "load"], &c.strategies, refname, rows));
 
     let _ = writeln!(
         out,
