@@ -226,9 +226,16 @@ static void timeout(pthread_rwlock_t *l, const char *kind) {
 
 static pthread_rwlock_t *shared_lock;
 static volatile int unlock_rc = -1;
+/* Unlocks `shared_lock` twice: as a thread that has not used any lock yet, then again
+ * after taking one of its own (a library may know a thread's id only once it has). */
 static void *unlock_it(void *arg) {
     (void)arg;
-    unlock_rc = pthread_rwlock_unlock(shared_lock);
+    int first = pthread_rwlock_unlock(shared_lock);
+    pthread_rwlock_t own = PTHREAD_RWLOCK_INITIALIZER;
+    OK(pthread_rwlock_wrlock(&own));
+    OK(pthread_rwlock_unlock(&own));
+    int second = pthread_rwlock_unlock(shared_lock);
+    unlock_rc = first != 0 ? first : second;
     return NULL;
 }
 
@@ -245,6 +252,8 @@ static void unlock_unheld(void) {
     shared_lock = &c;
     join_thread(start_thread(unlock_it, NULL));
     if (unlock_rc != 0) fail("unlock by a thread that holds nothing returned %s", err_name(unlock_rc));
+    /* ... and left the lock to its writer. */
+    if (pthread_rwlock_trywrlock(&c) != EBUSY) fail("another thread's unlock released the write lock");
     OK(pthread_rwlock_unlock(&c));
     /* Another thread unlocks this thread's read lock. */
     pthread_rwlock_t d = PTHREAD_RWLOCK_INITIALIZER;

@@ -40,7 +40,8 @@ pub fn strategy() -> Strategy {
 
 /// What the uncontended paths of `exports` need to know, in one word: 0 when a plain
 /// mutex may take the fast path (a strategy that serves it with glibc's word protocol,
-/// statistics off), else one of the bits below. Until the environment is read it is
+/// statistics off), else one of the bits below; rwlocks test their own subset of them
+/// ([`rwlock_fast_path`]). Until the environment is read it is
 /// [`NOT_LOADED`], so the first call takes the general path, which reads it.
 static FAST_PATH_OFF: AtomicU32 = AtomicU32::new(NOT_LOADED);
 pub const NOT_LOADED: u32 = 1 << 31;
@@ -48,11 +49,32 @@ pub const NOT_LOADED: u32 = 1 << 31;
 const OTHER_STRATEGY: u32 = 1 << 30;
 /// Statistics watch every acquisition.
 const WATCHED: u32 = 1 << 29;
+/// The strategy serves nothing: every call goes to glibc's function (`glibc`).
+/// `OTHER_STRATEGY` is set with it, so the mutex check needs no change for it.
+const SERVES_NOTHING: u32 = 1 << 28;
+/// The bits that send an rwlock call to the general path: `OTHER_STRATEGY` is not among
+/// them, since `kernel` serves rwlocks with this library's own protocol.
+const RWLOCK_PATH_OFF: u32 = NOT_LOADED | SERVES_NOTHING | WATCHED;
 
 /// The bits that send a plain mutex to the general path (see `FAST_PATH_OFF`).
 #[inline(always)]
 pub fn fast_path_off() -> u32 {
     FAST_PATH_OFF.load(Relaxed)
+}
+
+/// True when an rwlock call may take the fast path: the environment has been read, the
+/// strategy serves rwlocks, statistics are off. One test of one word.
+#[inline(always)]
+pub fn rwlock_fast_path() -> bool {
+    FAST_PATH_OFF.load(Relaxed) & RWLOCK_PATH_OFF == 0
+}
+
+/// True when a call can go straight to glibc's function: the strategy serves nothing
+/// (`glibc`) and neither statistics nor tracing watch the calls.
+#[inline(always)]
+pub fn forwarding_unobserved() -> bool {
+    FAST_PATH_OFF.load(Relaxed) & (NOT_LOADED | SERVES_NOTHING) == SERVES_NOTHING
+        && !crate::observe::enabled()
 }
 
 /// Statistics are on: every acquisition goes through the general path.
@@ -191,8 +213,9 @@ fn read_environment(reading: Reading) -> Strategy {
     STRATEGY.store(strategy as u8, Release);
     let row = crate::strategy::row(strategy);
     let other = if row.serves && !row.priority_inheritance { 0 } else { OTHER_STRATEGY };
+    let forwarded = if row.serves { 0 } else { SERVES_NOTHING };
     let watched = FAST_PATH_OFF.load(Relaxed) & WATCHED;
-    FAST_PATH_OFF.store(other | watched, Release);
+    FAST_PATH_OFF.store(other | forwarded | watched, Release);
     strategy
 }
 

@@ -21,7 +21,6 @@ use crate::sys::{self, Deadline};
 /// A strategy that serves nothing (`glibc`): every call goes to glibc's own function.
 /// (Under `kernel`, rwlocks are served and sleep at once: the kernel has no spinning
 /// futex for them.)
-#[inline(always)]
 fn forwarded() -> bool {
     !config::row().serves
 }
@@ -37,7 +36,7 @@ unsafe fn ours<'a>(l: *mut pthread_rwlock_t) -> &'a RawRwLock {
     unsafe { RawRwLock::from_ptr(l) }
 }
 
-/// A call this library forwards (its arguments beside it: a clock and a deadline for the
+/// One of the entry points (its arguments beside it: a clock and a deadline for the
 /// timed ones).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Call {
@@ -61,14 +60,89 @@ impl Call {
     }
 }
 
-/// Passes a call to glibc's own function, so that statistics and tracing see it when
-/// either is on. Plain forwarding (both off) does not pay for what this adds: the calls
-/// stay tail calls.
+/// Every entry point. One test of one word sends it on its way: served at once when the
+/// strategy serves rwlocks and statistics are off, straight to glibc when it forwards
+/// and nothing observes, else through [`in_general`]. (`call` is a constant in each
+/// entry point, so this folds to the one method or function.)
 ///
 /// # Safety
 /// The caller's arguments, as glibc's function takes them (`clock` and `at` only for the
 /// timed calls that take them).
 #[inline(always)]
+unsafe fn entry(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *const timespec) -> c_int {
+    // SAFETY (every branch): as above.
+    unsafe {
+        if config::rwlock_fast_path() {
+            serve(ours(l), call, clock, at)
+        } else if config::forwarding_unobserved() {
+            glibc(l, call, clock, at)
+        } else {
+            in_general(l, call, clock, at)
+        }
+    }
+}
+
+/// `call` on this library's protocol. Statistics are not counted here: only
+/// [`in_general`] counts, and the fast path runs with them off.
+///
+/// # Safety
+/// As [`entry`].
+#[inline(always)]
+unsafe fn serve(lock: &RawRwLock, call: Call, clock: clockid_t, at: *const timespec) -> c_int {
+    let clock = match call {
+        Call::TimedRdLock | Call::TimedWrLock => libc::CLOCK_REALTIME,
+        _ => clock,
+    };
+    // SAFETY (both): POSIX requires `at` to point to a timespec for the timed calls.
+    let timed = || unsafe { deadline(clock, at) };
+    match call {
+        Call::RdLock => lock.read_lock(None),
+        Call::TryRdLock => lock.try_read_lock(),
+        Call::WrLock => lock.write_lock(None),
+        Call::TryWrLock => lock.try_write_lock(),
+        Call::Unlock => lock.unlock(),
+        Call::TimedRdLock | Call::ClockRdLock => match timed() {
+            Ok(d) => lock.read_lock(d.as_ref()),
+            Err(e) => e,
+        },
+        Call::TimedWrLock | Call::ClockWrLock => match timed() {
+            Ok(d) => lock.write_lock(d.as_ref()),
+            Err(e) => e,
+        },
+    }
+}
+
+/// Everything but the two fast routes: the first call before the environment is read,
+/// forwarding with tracing or statistics on, and serving with statistics, which count each acquisition after it and each
+/// release before it (afterwards the lock is not ours to look at).
+///
+/// # Safety
+/// As [`entry`].
+#[cold]
+#[inline(never)]
+unsafe fn in_general(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *const timespec) -> c_int {
+    if forwarded() {
+        // SAFETY: as above.
+        return unsafe { forward(l, call, clock, at) };
+    }
+    // SAFETY: the caller's rwlock pointer.
+    let lock = unsafe { ours(l) };
+    if call == Call::Unlock && observe::stats_on() {
+        lock.note_unlocking();
+    }
+    // SAFETY: as above.
+    let r = unsafe { serve(lock, call, clock, at) };
+    if r == 0 && call != Call::Unlock && observe::stats_on() {
+        lock.note_locked(call.mode());
+    }
+    r
+}
+
+/// Passes a call to glibc's own function, so that statistics and tracing see it when
+/// either is on (after the first call, [`entry`] forwards the unobserved ones itself).
+///
+/// # Safety
+/// As [`entry`].
 unsafe fn forward(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *const timespec) -> c_int {
     if observe::enabled() {
         // SAFETY: as above.
@@ -81,7 +155,7 @@ unsafe fn forward(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *c
 /// glibc's function for `call`.
 ///
 /// # Safety
-/// As [`forward`].
+/// As [`entry`].
 #[inline(always)]
 unsafe fn glibc(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *const timespec) -> c_int {
     // SAFETY (every arm): the caller's arguments go to glibc unchanged.
@@ -104,7 +178,7 @@ unsafe fn glibc(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *con
 /// an acquisition; the others are contended when glibc's bytes say they would wait.
 ///
 /// # Safety
-/// As [`forward`].
+/// As [`entry`].
 #[cold]
 #[inline(never)]
 unsafe fn forward_observed(
@@ -154,133 +228,27 @@ unsafe fn deadline(clock: clockid_t, abstime: *const timespec) -> Result<Option<
     Ok(Some(Deadline { clock, at: *at }))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::RdLock, 0, core::ptr::null()) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    lock.read_lock(None)
+/// Defines the lock and unlock entry points, each one [`entry`] for its [`Call`].
+macro_rules! entry_points {
+    ($($name:ident($($arg:ident: $ty:ty),*) => $call:ident, $clock:expr, $at:expr;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(l: *mut pthread_rwlock_t $(, $arg: $ty)*) -> c_int {
+            // SAFETY: the caller's arguments, as glibc's function takes them.
+            unsafe { entry(l, Call::$call, $clock, $at) }
+        }
+    )*};
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::TryRdLock, 0, core::ptr::null()) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    lock.try_read_lock()
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
-    l: *mut pthread_rwlock_t,
-    abstime: *const timespec,
-) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::TimedRdLock, 0, abstime) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    // SAFETY: POSIX requires `abstime` to point to a timespec.
-    match unsafe { deadline(libc::CLOCK_REALTIME, abstime) } {
-        Ok(d) => lock.read_lock(d.as_ref()),
-        Err(e) => e,
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
-    l: *mut pthread_rwlock_t,
-    clock: clockid_t,
-    abstime: *const timespec,
-) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::ClockRdLock, clock, abstime) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    // SAFETY: POSIX requires `abstime` to point to a timespec.
-    match unsafe { deadline(clock, abstime) } {
-        Ok(d) => lock.read_lock(d.as_ref()),
-        Err(e) => e,
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::WrLock, 0, core::ptr::null()) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    lock.write_lock(None)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::TryWrLock, 0, core::ptr::null()) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    lock.try_write_lock()
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
-    l: *mut pthread_rwlock_t,
-    abstime: *const timespec,
-) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::TimedWrLock, 0, abstime) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    // SAFETY: POSIX requires `abstime` to point to a timespec.
-    match unsafe { deadline(libc::CLOCK_REALTIME, abstime) } {
-        Ok(d) => lock.write_lock(d.as_ref()),
-        Err(e) => e,
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
-    l: *mut pthread_rwlock_t,
-    clock: clockid_t,
-    abstime: *const timespec,
-) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::ClockWrLock, clock, abstime) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    // SAFETY: POSIX requires `abstime` to point to a timespec.
-    match unsafe { deadline(clock, abstime) } {
-        Ok(d) => lock.write_lock(d.as_ref()),
-        Err(e) => e,
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
-    if forwarded() {
-        // SAFETY: the caller's arguments go to glibc unchanged.
-        return unsafe { forward(l, Call::Unlock, 0, core::ptr::null()) };
-    }
-    // SAFETY: the caller's rwlock pointer.
-    let lock = unsafe { ours(l) };
-    lock.unlock()
+entry_points! {
+    pthread_rwlock_rdlock() => RdLock, 0, core::ptr::null();
+    pthread_rwlock_tryrdlock() => TryRdLock, 0, core::ptr::null();
+    pthread_rwlock_timedrdlock(abstime: *const timespec) => TimedRdLock, 0, abstime;
+    pthread_rwlock_clockrdlock(clock: clockid_t, abstime: *const timespec) => ClockRdLock, clock, abstime;
+    pthread_rwlock_wrlock() => WrLock, 0, core::ptr::null();
+    pthread_rwlock_trywrlock() => TryWrLock, 0, core::ptr::null();
+    pthread_rwlock_timedwrlock(abstime: *const timespec) => TimedWrLock, 0, abstime;
+    pthread_rwlock_clockwrlock(clock: clockid_t, abstime: *const timespec) => ClockWrLock, clock, abstime;
+    pthread_rwlock_unlock() => Unlock, 0, core::ptr::null();
 }
 
 /// glibc's initialiser writes exactly the layout the protocol reads (all zero but the

@@ -339,23 +339,11 @@ impl RawRwLock {
         observe::rwlock_kind(self.flags.load(Relaxed), self.shared())
     }
 
-    /// The end of every acquisition that succeeds: 0, counted first when statistics are
-    /// on (one relaxed load and a branch when they are off; the count is a tail call, so
-    /// the fast paths keep no frame).
-    #[inline(always)]
-    fn acquired(&self, mode: Mode) -> c_int {
-        if observe::stats_on() {
-            return self.note_locked(mode);
-        }
-        0
-    }
-
-    /// Statistics: the caller has just taken the lock in `mode`. Returns 0.
+    /// Statistics: the caller has just taken the lock in `mode`.
     #[cold]
     #[inline(never)]
-    pub fn note_locked(&self, mode: Mode) -> c_int {
+    pub fn note_locked(&self, mode: Mode) {
         observe::rw_locked(self.addr(), self.recorded_kind(), mode);
-        0
     }
 
     /// Statistics, before an unlock: the mode the caller holds the lock in, if it holds
@@ -454,7 +442,7 @@ impl RawRwLock {
             let state = self.state.load(Relaxed);
             if !self.blocks_readers(state) && readers(state) < MAX_READERS {
                 self.state.store(state + ONE_READER, Relaxed);
-                return self.acquired(Mode::Read);
+                return 0;
             }
             return self.read_lock_refused(state, false, deadline);
         }
@@ -462,7 +450,7 @@ impl RawRwLock {
         // compare-and-swap, which fails whenever another reader got there first.
         let before = self.state.fetch_add(ONE_READER, Acquire);
         if !self.blocks_readers(before) && readers(before) < MAX_READERS {
-            return self.acquired(Mode::Read);
+            return 0;
         }
         self.read_lock_refused(before, true, deadline)
     }
@@ -489,7 +477,7 @@ impl RawRwLock {
                 if started != 0 {
                     observe::rw_acquired(self.addr(), self.recorded_kind(), Mode::Read, how, started);
                 }
-                self.acquired(Mode::Read)
+                0
             }
             Err(e) => self.failed(e, Mode::Read),
         }
@@ -518,7 +506,7 @@ impl RawRwLock {
             // Retried until the state says no: a try that fails only because another
             // reader moved the count would be a spurious failure, which POSIX forbids.
             match self.state.compare_exchange_weak(state, state + ONE_READER, Acquire, Relaxed) {
-                Ok(_) => return self.acquired(Mode::Read),
+                Ok(_) => return 0,
                 Err(now) => state = now,
             }
         }
@@ -557,7 +545,7 @@ impl RawRwLock {
             return self.write_lock_contended(deadline);
         }
         self.cur_writer.store(crate::thread::tid(), Relaxed);
-        self.acquired(Mode::Write)
+        0
     }
 
     #[cold]
@@ -575,7 +563,7 @@ impl RawRwLock {
                 if started != 0 {
                     observe::rw_acquired(self.addr(), self.recorded_kind(), Mode::Write, how, started);
                 }
-                self.acquired(Mode::Write)
+                0
             }
             Err(e) => self.failed(e, Mode::Write),
         }
@@ -596,7 +584,7 @@ impl RawRwLock {
             ) {
                 Ok(_) => {
                     self.cur_writer.store(crate::thread::tid(), Relaxed);
-                    return self.acquired(Mode::Write);
+                    return 0;
                 }
                 Err(now) => state = now,
             }
@@ -615,25 +603,37 @@ impl RawRwLock {
     }
 
     /// `pthread_rwlock_unlock`: a write unlock if the caller holds the write lock, else a
-    /// read unlock. Always 0, as in glibc. Statistics count it first: after the release
-    /// the lock is not ours to look at.
+    /// read unlock. Always 0, as in glibc.
+    ///
+    /// The fast path is the two common releases, one compare-and-swap each: a reader
+    /// leaving with nobody to wake (not the last, or nobody waiting), and the writer
+    /// leaving a lock nobody waits for. Everything else, and a thread alone in its
+    /// process, takes [`Self::unlock_slow`].
     #[inline(always)]
     pub fn unlock(&self) -> c_int {
-        if observe::stats_on() {
-            return self.unlock_counted();
+        if !self.alone() {
+            let state = self.state.load(Relaxed);
+            if state & WRITE_LOCKED == 0 {
+                if leaves_quietly(state)
+                    && self.state.compare_exchange(state, state - ONE_READER, Release, Relaxed).is_ok()
+                {
+                    return 0;
+                }
+            } else if state == WRITE_LOCKED && crate::thread::is_current(self.cur_writer.load(Relaxed)) {
+                self.cur_writer.store(0, Relaxed);
+                if self.state.compare_exchange(WRITE_LOCKED, 0, Release, Relaxed).is_ok() {
+                    return 0;
+                }
+                // A waiter came in between: it is the contended release after all.
+                return self.write_unlock_contended();
+            }
         }
-        self.release()
+        self.unlock_slow()
     }
 
     #[cold]
     #[inline(never)]
-    fn unlock_counted(&self) -> c_int {
-        self.note_unlocking();
-        self.release()
-    }
-
-    #[inline(always)]
-    fn release(&self) -> c_int {
+    fn unlock_slow(&self) -> c_int {
         let state = self.state.load(Relaxed);
         if state & WRITE_LOCKED != 0 {
             // While a writer holds the lock no reader can: a caller that is not the writer
@@ -708,13 +708,10 @@ impl RawRwLock {
             if readers(state) == 0 {
                 return 0;
             }
-            let next = state - ONE_READER;
-            if readers(next) == 0
-                && state & WRITE_LOCKED == 0
-                && state & (READERS_WAITING | WRITERS_WAITING) != 0
-            {
+            if state & WRITE_LOCKED == 0 && !leaves_quietly(state) {
                 return self.last_read_unlock();
             }
+            let next = state - ONE_READER;
             // Not the last reader, or nobody to wake: after this the lock is not ours to
             // look at.
             match self.state.compare_exchange_weak(state, next, Release, Relaxed) {
@@ -761,6 +758,13 @@ impl RawRwLock {
             }
         }
     }
+}
+
+/// Whether a reader can leave `state` (no writer in it, at least one reader) with
+/// nothing to wake: it is not the last reader, or nobody waits.
+#[inline(always)]
+fn leaves_quietly(state: u64) -> bool {
+    readers(state) > 1 || (readers(state) == 1 && state & (READERS_WAITING | WRITERS_WAITING) == 0)
 }
 
 /// The state after a writer takes the idle lock `state`. A queued writer takes itself off
