@@ -10,7 +10,7 @@
 # Each run of bench/uncontended.c prints its fastest round in ns per pair; this prints
 # per arm the median over the runs, the stddev in % of the mean, and the median's ratio
 # to `direct` (glibc, no preload). Separate processes on a VM do not see the same
-# machine, so each run also runs bench/paired.c per arm: the arm's functions against
+# machine, so each run also runs `uncontended ... paired` per arm: the arm's functions against
 # glibc's own in one process, rounds alternating; the second table is the median over
 # the runs of each process's median per-round ratio (`direct` there is glibc against
 # itself: the method's bias). With valgrind installed it also counts instructions per
@@ -25,8 +25,7 @@ lib=$root/target/release/libspinmutex.so
 [ -f "$lib" ] || { echo "uncontended.sh: build first: cargo build --release" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cc -O2 -pthread -o "$tmp/uncontended" "$root/bench/uncontended.c"
-cc -O2 -pthread -o "$tmp/paired" "$root/bench/paired.c" -ldl
+cc -O2 -pthread -o "$tmp/uncontended" "$root/bench/uncontended.c" -ldl
 cc -O2 -shared -fPIC -o "$tmp/floor.so" "$root/bench/floor_preload.c"
 
 arms="direct glibc futex spin kernel"
@@ -42,7 +41,7 @@ one() { # arm, program args...
 for r in $(seq "$runs"); do
     for arm in $arms; do
         echo "$arm $(one "$arm" "$tmp/uncontended" "$pairs" 5 "$mode")" >>"$tmp/times"
-        echo "$arm $(one "$arm" "$tmp/paired" $((pairs / 25 + 1)) 41 "$mode")" >>"$tmp/paired.out"
+        echo "$arm $(one "$arm" "$tmp/uncontended" $((pairs / 25 + 1)) 41 "$mode" paired)" >>"$tmp/paired.out"
     done
 done
 
@@ -64,7 +63,7 @@ for arm in $arms; do
 done
 
 echo
-echo "in one process, rounds alternating (bench/paired.c, 41 rounds of $((pairs / 25 + 1)) pairs per arm and run):"
+echo "in one process, rounds alternating (uncontended ... paired, 41 rounds of $((pairs / 25 + 1)) pairs per arm and run):"
 echo "the arm's functions / glibc's own, median of per-round ratios; over the $runs runs"
 printf '%-8s %8s %8s %8s %8s %8s\n' arm median stddev% min max 'iqr/run'
 for arm in $arms; do
