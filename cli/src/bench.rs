@@ -19,7 +19,7 @@ use spinmutex_names::Strategy;
 use crate::library::{self, parse_bench_arm, Arm};
 use crate::machine::Machine;
 use crate::progress::Progress;
-use crate::sample::{median_of, Sample, Versus};
+use crate::sample::{median_of, samples, throughputs, Runs, Sample, Versus};
 use crate::scenario::{self, Scenario, Stage};
 use crate::settings::{self, Effective, Expected, LibSettings};
 use crate::stats;
@@ -762,35 +762,35 @@ pub(crate) fn failure_message(done: &child::Finished) -> String {
 }
 
 fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
-    let good = |cell: usize, s: &str| -> Vec<&Sample> {
+    let good = |cell: usize, s: &str| -> Runs {
         records
             .iter()
             .filter(|r| r.cell == cell && r.strategy == s && r.error.is_none())
-            .filter_map(|r| r.sample.as_ref())
+            .filter_map(|r| Some((r.run, r.sample.as_ref()?)))
             .collect()
     };
     let med = median_of;
-    let ops = |xs: &[&Sample]| -> Vec<f64> { xs.iter().map(|s| s.ops_per_s()).collect() };
     let arms = c.summarised_arms();
     let control = Arm::LockFree.to_string();
     let mut out = Vec::new();
     for (index, cell) in c.cells.iter().enumerate() {
-        let ref_ops = ops(&good(index, &c.reference));
-        let none_ops = ops(&good(index, "none"));
-        let cell_all: Vec<&Sample> = arms.iter().flat_map(|s| good(index, s)).collect();
+        let ref_ops = throughputs(&good(index, &c.reference));
+        let none_ops = throughputs(&good(index, "none"));
+        let cell_all: Vec<&Sample> = arms.iter().flat_map(|s| samples(&good(index, s))).collect();
         let pause = med(&cell_all, &|s| s.get("pause_ns"));
         let bound = bound(cell.load, pause);
-        let control_fairness = med(&good(index, &control), &|s| s.fairness_of("ops"));
+        let control_fairness = med(&samples(&good(index, &control)), &|s| s.fairness_of("ops"));
         for s in &arms {
-            let samples = good(index, s);
+            let runs = good(index, s);
+            let samples = samples(&runs);
             let attempted = records.iter().filter(|r| r.cell == index && r.strategy == *s).count();
             if attempted == 0 {
                 continue;
             }
             let is_control = *s == control;
-            let xs = ops(&samples);
-            let median_ops = stats::median(&xs);
-            // The control has no lock: its throughput is compared with nothing.
+            let xs = throughputs(&runs);
+            let values: Vec<f64> = xs.iter().map(|(_, v)| *v).collect();
+            let median_ops = stats::median(&values);
             // The control has no lock: its throughput is compared with nothing.
             let versus = if is_control {
                 Versus::default()
@@ -804,7 +804,7 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
                 runs_ok: samples.len(),
                 runs: attempted,
                 median_ops_per_s: finite(median_ops),
-                stddev_pct: finite(stats::stddev_pct(&xs)),
+                stddev_pct: finite(stats::stddev_pct(&values)),
                 versus,
                 cpu_us_per_1k_acq: finite(med(&samples, &|s| s.cpu_us_per_1k())),
                 fairness: finite(fairness),
@@ -910,19 +910,17 @@ fn render_tables(
     let _ = writeln!(
         out,
         "\nPer arm (medians over runs): ratio of median throughput to {refname} and to none, each with the\n\
-         95% interval of the ratio of means (Fieller; * = significant, Welch); CPU µs per 1000\n\
-         acquisitions; fairness (fewest per-thread acquisitions ÷ mean){}; acquisition wait\n\
-         p50/p99/max (sampled, so a thread starved of the lock shows in `fair`, not here).\n",
+         95% interval of the ratio of means (Fieller; * = significant, Welch); paired: the median over\n\
+         runs of the ratio to {refname} in the same run (arms run back to back, so it holds when the\n\
+         machine's speed changes between runs); CPU µs per 1000 acquisitions; fairness (fewest\n\
+         per-thread acquisitions ÷ mean){}; acquisition wait p50/p99/max (sampled, so a thread\n\
+         starved of the lock shows in `fair`, not here).\n",
         if c.control { " and it ÷ the lock-free control's (fair/ctl)" } else { "" }
     );
     let mut t = Table::new(4);
     let mut header: Vec<String> =
-        ["cell", "threads", "load", "strategy", "ok", "kops/s", "sd%", "ratio", "95% CI"]
-            .map(String::from)
-            .to_vec();
-    if has_none {
-        header.extend(["vs none", "95% CI"].map(String::from));
-    }
+        ["cell", "threads", "load", "strategy", "ok", "kops/s", "sd%"].map(String::from).to_vec();
+    header.extend(Versus::header(has_none));
     header.extend(["cpu µs/1k", "fair"].map(String::from));
     if c.control {
         header.push("fair/ctl".into());

@@ -21,7 +21,7 @@ use crate::bench::{self, BenchArgs, INTERRUPTED};
 use crate::library::{self, Arm};
 use crate::machine::Machine;
 use crate::progress::Progress;
-use crate::sample::{median_of, Sample, Versus};
+use crate::sample::{median_of, samples, throughputs, Runs, Sample, Versus};
 use crate::settings::{self, Effective};
 use crate::stats;
 use crate::text::{self, csv_field, csv_num, finite, Table};
@@ -439,32 +439,34 @@ fn bound(load: u64, writes_pct: f64, threads: u64, cpus: usize, pause_ns: f64) -
 }
 
 fn summarise(c: &RwConfig, records: &[RunRecord], cpus: usize) -> Vec<RwCellSummary> {
-    let good = |t: u64, w: f64, l: u64, s: &str| -> Vec<&Sample> {
+    let good = |t: u64, w: f64, l: u64, s: &str| -> Runs {
         records
             .iter()
             .filter(|r| r.in_cell(t, w, l) && r.strategy == s && r.error.is_none())
-            .filter_map(|r| r.sample.as_ref())
+            .filter_map(|r| Some((r.run, r.sample.as_ref()?)))
             .collect()
     };
     let med = median_of;
-    let ops = |xs: &[&Sample]| -> Vec<f64> { xs.iter().map(|s| s.ops_per_s()).collect() };
     let mut out = Vec::new();
     for &t in &c.threads {
         for &w in &c.writes_pct {
             for &l in &c.loads {
-                let ref_ops = ops(&good(t, w, l, &c.reference));
-                let none_ops = ops(&good(t, w, l, "none"));
-                let cell_all: Vec<&Sample> = c.strategies.iter().flat_map(|s| good(t, w, l, s)).collect();
+                let ref_ops = throughputs(&good(t, w, l, &c.reference));
+                let none_ops = throughputs(&good(t, w, l, "none"));
+                let cell_all: Vec<&Sample> =
+                    c.strategies.iter().flat_map(|s| samples(&good(t, w, l, s))).collect();
                 let pause = med(&cell_all, &|s| s.get("pause_ns"));
                 let bound = bound(l, w, t, cpus, pause);
                 for s in &c.strategies {
-                    let samples = good(t, w, l, s);
+                    let runs = good(t, w, l, s);
+                    let samples = samples(&runs);
                     let attempted = records.iter().filter(|r| r.in_cell(t, w, l) && r.strategy == *s).count();
                     if attempted == 0 {
                         continue;
                     }
-                    let xs = ops(&samples);
-                    let median_ops = stats::median(&xs);
+                    let xs = throughputs(&runs);
+                    let values: Vec<f64> = xs.iter().map(|(_, v)| *v).collect();
+                    let median_ops = stats::median(&values);
                     let versus = Versus::new(&xs, &ref_ops, &none_ops, *s == c.reference, s == "none");
                     let value = |f: &dyn Fn(&Sample) -> f64| finite(med(&samples, f));
                     out.push(RwCellSummary {
@@ -475,7 +477,7 @@ fn summarise(c: &RwConfig, records: &[RunRecord], cpus: usize) -> Vec<RwCellSumm
                         runs_ok: samples.len(),
                         runs: attempted,
                         median_ops_per_s: finite(median_ops),
-                        stddev_pct: finite(stats::stddev_pct(&xs)),
+                        stddev_pct: finite(stats::stddev_pct(&values)),
                         versus,
                         cpu_us_per_1k_acq: value(&|s| s.cpu_us_per_1k()),
                         fairness: value(&|s| s.fairness_of("ops")),
@@ -557,7 +559,9 @@ fn render_tables(
     let _ = writeln!(
         out,
         "\nPer arm (medians over runs): ratio of median throughput to {refname} and to none, with the 95%\n\
-         interval of the ratio of means (Fieller; * = significant, Welch); CPU µs per 1000 acquisitions;\n\
+         interval of the ratio of means (Fieller; * = significant, Welch); paired: the median over runs\n\
+         of the ratio to {refname} in the same run (arms run back to back, so it holds when the machine's\n\
+         speed changes between runs); CPU µs per 1000 acquisitions;\n\
          fairness: fewest acquisitions of a thread ÷ the mean, over both modes (fair), reads (fair r) and\n\
          writes (fair w); w share: the share of writes done ÷ the share asked for; acquisition wait p99\n\
          over both modes, reads and writes, and the longest (sampled on every 64th read and every 64th\n\
@@ -565,12 +569,8 @@ fn render_tables(
     );
     let mut t = Table::new(4);
     let mut header: Vec<String> =
-        ["threads", "writes", "load", "strategy", "ok", "kops/s", "sd%", "ratio", "95% CI"]
-            .map(String::from)
-            .to_vec();
-    if has_none {
-        header.extend(["vs none", "95% CI"].map(String::from));
-    }
+        ["threads", "writes", "load", "strategy", "ok", "kops/s", "sd%"].map(String::from).to_vec();
+    header.extend(Versus::header(has_none));
     header.extend(
         [
             "cpu µs/1k",

@@ -68,6 +68,34 @@ impl Sample {
     }
 }
 
+/// A cell's good runs of one arm, each with its run number: the arms of run n ran one
+/// right after another, so they met the machine in about the same state.
+pub type Runs<'a> = Vec<(u64, &'a Sample)>;
+
+/// The samples of `runs`, without their run numbers.
+pub fn samples<'a>(runs: &[(u64, &'a Sample)]) -> Vec<&'a Sample> {
+    runs.iter().map(|(_, s)| *s).collect()
+}
+
+/// The throughput of each of `runs`, by run number.
+pub fn throughputs(runs: &[(u64, &Sample)]) -> Vec<(u64, f64)> {
+    runs.iter().map(|(run, s)| (*run, s.ops_per_s())).collect()
+}
+
+/// The median over the runs both arms completed of `xs`' throughput ÷ `base`'s in the
+/// same run.
+fn paired_ratio(xs: &[(u64, f64)], base: &[(u64, f64)]) -> Option<f64> {
+    let ratios: Vec<f64> = xs
+        .iter()
+        .filter_map(|(run, x)| base.iter().find(|(b, _)| b == run).map(|(_, y)| x / y))
+        .filter(|r| r.is_finite())
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    finite(stats::median(&ratios))
+}
+
 /// The median of `f` over the samples, leaving out what is not finite.
 pub fn median_of(samples: &[&Sample], f: &dyn Fn(&Sample) -> f64) -> f64 {
     let v: Vec<f64> = samples.iter().map(|s| f(s)).filter(|v| v.is_finite()).collect();
@@ -81,6 +109,11 @@ pub struct Versus {
     pub ratio_to_reference: Option<f64>,
     /// 95% interval of the ratio of mean throughputs to the reference (Fieller).
     pub ratio_ci95: Option<[f64; 2]>,
+    /// The median over the runs both completed of the throughput ÷ the reference's in
+    /// the same run. Steadier than the ratio of medians when the machine changes state
+    /// between runs: on a VM a cell's throughput can be bimodal for every arm, and two
+    /// arms' medians can fall in different modes.
+    pub paired_ratio: Option<f64>,
     pub p_value: Option<f64>,
     pub significant: Option<bool>,
     /// Median throughput ÷ none's.
@@ -90,14 +123,24 @@ pub struct Versus {
 }
 
 impl Versus {
-    /// `xs` (one throughput per run) against the reference's and none's; a side is left
-    /// empty where `xs` is that arm itself (`is_reference`, `is_none`) or it has no runs.
-    pub fn new(xs: &[f64], reference: &[f64], none: &[f64], is_reference: bool, is_none: bool) -> Versus {
-        let against = |base: &[f64], skip: bool| -> (Option<f64>, Option<Comparison>) {
+    /// `xs` (throughput by run number) against the reference's and none's; a side is
+    /// left empty where `xs` is that arm itself (`is_reference`, `is_none`) or it has no
+    /// runs.
+    pub fn new(
+        xs: &[(u64, f64)],
+        reference: &[(u64, f64)],
+        none: &[(u64, f64)],
+        is_reference: bool,
+        is_none: bool,
+    ) -> Versus {
+        let values = |runs: &[(u64, f64)]| -> Vec<f64> { runs.iter().map(|(_, v)| *v).collect() };
+        let mine = values(xs);
+        let against = |base: &[(u64, f64)], skip: bool| -> (Option<f64>, Option<Comparison>) {
             if skip || base.is_empty() {
                 return (None, None);
             }
-            (finite(stats::median(xs) / stats::median(base)), stats::compare(base, xs))
+            let base = values(base);
+            (finite(stats::median(&mine) / stats::median(&base)), stats::compare(&base, &mine))
         };
         let (ratio, cmp) = against(reference, is_reference);
         let (ratio_none, cmp_none) = against(none, is_none);
@@ -105,6 +148,7 @@ impl Versus {
         Versus {
             ratio_to_reference: ratio,
             ratio_ci95: ci(&cmp),
+            paired_ratio: if is_reference { None } else { paired_ratio(xs, reference) },
             p_value: cmp.as_ref().and_then(|c| finite(c.p)),
             significant: cmp.as_ref().map(Comparison::significant),
             ratio_to_none: ratio_none,
@@ -113,15 +157,28 @@ impl Versus {
         }
     }
 
-    /// The per-arm table's columns: the ratio to the reference and its interval, then
-    /// (`with_none`) the same against none.
+    /// The per-arm table's headings for [`Self::columns`].
+    pub fn header(with_none: bool) -> Vec<String> {
+        let mut h: Vec<String> = ["ratio", "95% CI", "paired"].map(String::from).to_vec();
+        if with_none {
+            h.extend(["vs none", "95% CI"].map(String::from));
+        }
+        h
+    }
+
+    /// The per-arm table's columns: the ratio to the reference, its interval and the
+    /// paired ratio, then (`with_none`) the ratio and interval against none.
     pub fn columns(&self, with_none: bool) -> Vec<String> {
         let ci = |ci: Option<[f64; 2]>, sig: Option<bool>| match ci {
             Some([lo, hi]) => format!("{lo:.2}–{hi:.2}{}", if sig == Some(true) { " *" } else { "" }),
             None => "-".into(),
         };
         let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.3}"));
-        let mut cols = vec![ratio(self.ratio_to_reference), ci(self.ratio_ci95, self.significant)];
+        let mut cols = vec![
+            ratio(self.ratio_to_reference),
+            ci(self.ratio_ci95, self.significant),
+            ratio(self.paired_ratio),
+        ];
         if with_none {
             cols.push(ratio(self.ratio_to_none));
             cols.push(ci(self.ratio_to_none_ci95, self.significant_to_none));
@@ -152,11 +209,29 @@ mod tests {
 
     #[test]
     fn versus_leaves_out_the_arm_itself_and_missing_bases() {
-        let v = Versus::new(&[2.0, 2.2, 1.8], &[1.0, 1.1, 0.9], &[], false, false);
+        let v =
+            Versus::new(&[(1, 2.0), (2, 2.2), (3, 1.8)], &[(1, 1.0), (2, 1.1), (3, 0.9)], &[], false, false);
         assert_eq!(v.ratio_to_reference, Some(2.0));
+        assert_eq!(v.paired_ratio, Some(2.0));
         assert_eq!(v.significant, Some(true));
         assert!(v.ratio_to_none.is_none() && v.significant_to_none.is_none());
-        let v = Versus::new(&[1.0, 1.1], &[1.0, 1.1], &[1.0, 1.1], true, true);
-        assert!(v.ratio_to_reference.is_none() && v.ratio_to_none.is_none());
+        let v = Versus::new(&[(1, 1.0), (2, 1.1)], &[(1, 1.0), (2, 1.1)], &[(1, 1.0), (2, 1.1)], true, true);
+        assert!(v.ratio_to_reference.is_none() && v.ratio_to_none.is_none() && v.paired_ratio.is_none());
+    }
+
+    /// A machine that switches between two speeds from run to run: the arms' medians fall
+    /// in different modes, the run-by-run ratio does not.
+    #[test]
+    fn the_paired_ratio_matches_runs_and_survives_a_bimodal_machine() {
+        let reference = [(1, 3.0), (2, 2.0), (3, 3.0), (4, 2.0), (5, 3.0)];
+        let arm = [(1, 3.0), (2, 2.0), (3, 3.0), (4, 2.0), (5, 2.0)];
+        let v = Versus::new(&arm, &reference, &[], false, false);
+        assert_eq!(v.ratio_to_reference, Some(2.0 / 3.0));
+        assert_eq!(v.paired_ratio, Some(1.0));
+        // Runs that only one arm completed are left out.
+        let v = Versus::new(&[(1, 2.0), (7, 100.0)], &[(1, 1.0), (8, 1.0)], &[], false, false);
+        assert_eq!(v.paired_ratio, Some(2.0));
+        let v = Versus::new(&[(7, 100.0)], &[(8, 1.0)], &[], false, false);
+        assert_eq!(v.paired_ratio, None);
     }
 }

@@ -472,6 +472,7 @@ fn bench_reduced_grid_writes_csv_json_svg() {
         "lock-free",
         "kops/s",
         "vs none",
+        "paired",
         "bound",
         "fair",
         "fair/ctl",
@@ -524,6 +525,7 @@ fn bench_reduced_grid_writes_csv_json_svg() {
     for c in &report.cells {
         let control = c.strategy == "lock-free";
         assert_eq!(c.versus.ratio_to_reference.is_none(), c.strategy == "glibc" || control, "{c:?}");
+        assert_eq!(c.versus.paired_ratio.is_none(), c.strategy == "glibc" || control, "{c:?}");
         assert_eq!(c.versus.ratio_to_none.is_none(), c.strategy == "none" || control, "{c:?}");
         assert_eq!(c.bound_ops_per_s.is_none(), c.cell.load == 0, "{c:?}");
         assert_eq!(c.fairness_vs_control.is_none(), control, "{c:?}");
@@ -612,8 +614,8 @@ fn bench_rwlock_grid_writes_csv_and_json() {
     ]);
     o.assert_success("bench --rwlock (reduced)");
     for want in [
-        "none", "glibc", "futex", "spin", "kops/s", "vs none", "vs glibc", "bound", "fair r", "fair w",
-        "p99 w", "50%",
+        "none", "glibc", "futex", "spin", "kops/s", "vs none", "vs glibc", "paired", "bound", "fair r",
+        "fair w", "p99 w", "50%",
     ] {
         assert!(o.stdout.contains(want), "bench --rwlock table lacks {want:?}:\n{}", o.stdout);
     }
@@ -656,6 +658,7 @@ fn bench_rwlock_grid_writes_csv_and_json() {
     }
     for c in &report.cells {
         assert_eq!(c.versus.ratio_to_reference.is_none(), c.strategy == "glibc", "{c:?}");
+        assert_eq!(c.versus.paired_ratio.is_none(), c.strategy == "glibc", "{c:?}");
         assert_eq!(c.versus.ratio_to_none.is_none(), c.strategy == "none", "{c:?}");
         assert_eq!(c.bound_ops_per_s.is_none(), c.load == 0, "{c:?}");
         assert_eq!(c.write_share.is_none(), c.writes_pct == 0.0, "{c:?}");
