@@ -2,9 +2,11 @@
 //! strategy each forwards to glibc's own function; otherwise the rwlock's bytes are
 //! served by [`RawRwLock`]. `init` and `destroy` are always glibc's (see `mod.rs`).
 //!
-//! Statistics and tracing of the served calls happen inside [`RawRwLock`]; with either
-//! on, forwarded calls go through [`forward_observed`], which sees them the way forwarded
-//! mutex calls are seen.
+//! Every entry point is one [`entry`]: a served call with statistics off takes the fast
+//! path after one test of one word. Statistics count served acquisitions and releases in
+//! [`in_general`]; waits, sleeps and timeouts are traced and counted inside
+//! [`RawRwLock`]. With tracing or statistics on, forwarded calls go through
+//! [`forward_observed`], which sees them the way forwarded mutex calls are seen.
 //!
 //! One unversioned definition here satisfies every version a program may have bound:
 //! `pthread_rwlock_*@GLIBC_2.2.5` and `@GLIBC_2.34`, `clock*lock@GLIBC_2.30`, and the old
@@ -60,9 +62,9 @@ impl Call {
     }
 }
 
-/// Every entry point. One test of one word sends it on its way: served at once when the
-/// strategy serves rwlocks and statistics are off, straight to glibc when it forwards
-/// and nothing observes, else through [`in_general`]. (`call` is a constant in each
+/// Every entry point: served at once when the strategy serves rwlocks and statistics are
+/// off (one test of one word), straight to glibc when it forwards and nothing observes,
+/// else through [`in_general`]. (`call` is a constant in each
 /// entry point, so this folds to the one method or function.)
 ///
 /// # Safety
@@ -113,8 +115,9 @@ unsafe fn serve(lock: &RawRwLock, call: Call, clock: clockid_t, at: *const times
 }
 
 /// Everything but the two fast routes: the first call before the environment is read,
-/// forwarding with tracing or statistics on, and serving with statistics, which count each acquisition after it and each
-/// release before it (afterwards the lock is not ours to look at).
+/// forwarding with tracing or statistics on, and serving with statistics on, which
+/// count each acquisition after it and each release before it (afterwards the lock is
+/// not ours to look at).
 ///
 /// # Safety
 /// As [`entry`].
