@@ -913,8 +913,9 @@ fn render_tables(
          95% interval of the ratio of means (Fieller; * = significant, Welch); paired: the median over\n\
          runs of the ratio to {refname} in the same run (arms run back to back, so it holds when the\n\
          machine's speed changes between runs); CPU µs per 1000 acquisitions; fairness (fewest\n\
-         per-thread acquisitions ÷ mean){}; acquisition wait p50/p99/max (sampled, so a thread\n\
-         starved of the lock shows in `fair`, not here).\n",
+         per-thread acquisitions ÷ mean){};\n\
+         acquisition wait p50/p99/max (sampled, so a thread starved of the lock shows in `fair`,\n\
+         not here).\n",
         if c.control { " and it ÷ the lock-free control's (fair/ctl)" } else { "" }
     );
     let mut t = Table::new(4);
