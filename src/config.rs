@@ -69,12 +69,12 @@ pub fn rwlock_fast_path() -> bool {
     FAST_PATH_OFF.load(Relaxed) & RWLOCK_PATH_OFF == 0
 }
 
-/// True when a call can go straight to glibc's function: the strategy serves nothing
-/// (`glibc`) and neither statistics nor tracing watch the calls.
+/// True when the environment has been read and the strategy serves nothing (`glibc`):
+/// every lock goes to glibc's function. False until the environment is read, so a
+/// caller that then asks [`row`] reads it.
 #[inline(always)]
-pub fn forwarding_unobserved() -> bool {
+pub fn serves_nothing() -> bool {
     FAST_PATH_OFF.load(Relaxed) & (NOT_LOADED | SERVES_NOTHING) == SERVES_NOTHING
-        && !crate::observe::enabled()
 }
 
 /// Statistics are on: every acquisition goes through the general path.

@@ -62,10 +62,6 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
 /// `pthread_mutex_lock` past the fast path.
 #[inline(never)]
 unsafe fn lock_in_general(m: *mut pthread_mutex_t) -> c_int {
-    if config::forwarding_unobserved() {
-        // SAFETY: the caller's mutex goes to glibc unchanged.
-        return unsafe { real::mutex_lock(m) };
-    }
     match served(m) {
         Some(mutex) => lock::lock(mutex, None),
         // SAFETY: the caller's mutex goes to glibc unchanged.
@@ -78,10 +74,6 @@ unsafe fn lock_in_general(m: *mut pthread_mutex_t) -> c_int {
 /// `pthread_mutex_unlock` past the fast path.
 #[inline(never)]
 unsafe fn unlock_in_general(m: *mut pthread_mutex_t) -> c_int {
-    if config::forwarding_unobserved() {
-        // SAFETY: the caller's mutex goes to glibc unchanged.
-        return unsafe { real::mutex_unlock(m) };
-    }
     match served(m) {
         Some(mutex) => unlock::unlock(mutex),
         // SAFETY: the caller's mutex goes to glibc unchanged.

@@ -19,7 +19,7 @@ use spinmutex_names::Strategy;
 use crate::library::{self, parse_bench_arm, Arm};
 use crate::machine::Machine;
 use crate::progress::Progress;
-use crate::sample::{median_of, samples, throughputs, Runs, Sample, Versus};
+use crate::sample::{median_of, samples, throughputs, values, Runs, Sample, Versus};
 use crate::scenario::{self, Scenario, Stage};
 use crate::settings::{self, Effective, Expected, LibSettings};
 use crate::stats;
@@ -789,8 +789,8 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
             }
             let is_control = *s == control;
             let xs = throughputs(&runs);
-            let values: Vec<f64> = xs.iter().map(|(_, v)| *v).collect();
-            let median_ops = stats::median(&values);
+            let ops = values(&xs);
+            let median_ops = stats::median(&ops);
             // The control has no lock: its throughput is compared with nothing.
             let versus = if is_control {
                 Versus::default()
@@ -804,7 +804,7 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
                 runs_ok: samples.len(),
                 runs: attempted,
                 median_ops_per_s: finite(median_ops),
-                stddev_pct: finite(stats::stddev_pct(&values)),
+                stddev_pct: finite(stats::stddev_pct(&ops)),
                 versus,
                 cpu_us_per_1k_acq: finite(med(&samples, &|s| s.cpu_us_per_1k())),
                 fairness: finite(fairness),
@@ -959,42 +959,38 @@ fn render_tables(
 fn throughput_table(c: &Config, sums: &[CellSummary], cells: &[&Cell]) -> String {
     let rows = cells.iter().map(|cell| {
         let keys = vec![cell.threads.to_string(), cell.load.to_string()];
-        (keys, c.strategies.iter().map(|s| find(sums, cell, s)).collect())
+        (keys, c.strategies.iter().map(|s| find(sums, cell, s).map(CellSummary::figures)).collect())
     });
     arm_columns_table(&["threads", "load"], &c.strategies, &c.reference, rows)
 }
 
-/// What a throughput table shows of one arm in one cell (both grids' summaries).
-pub(crate) trait ArmFigures {
-    fn median(&self) -> Option<f64>;
-    fn stddev_pct(&self) -> Option<f64>;
-    fn versus(&self) -> &Versus;
-    fn bound(&self) -> Option<f64>;
+/// What a throughput table shows of one arm in one cell (both grids' summaries give it).
+pub(crate) struct ArmFigures<'a> {
+    pub median: Option<f64>,
+    pub stddev_pct: Option<f64>,
+    pub versus: &'a Versus,
+    pub bound: Option<f64>,
 }
 
-impl ArmFigures for CellSummary {
-    fn median(&self) -> Option<f64> {
-        self.median_ops_per_s
-    }
-    fn stddev_pct(&self) -> Option<f64> {
-        self.stddev_pct
-    }
-    fn versus(&self) -> &Versus {
-        &self.versus
-    }
-    fn bound(&self) -> Option<f64> {
-        self.bound_ops_per_s
+impl CellSummary {
+    fn figures(&self) -> ArmFigures<'_> {
+        ArmFigures {
+            median: self.median_ops_per_s,
+            stddev_pct: self.stddev_pct,
+            versus: &self.versus,
+            bound: self.bound_ops_per_s,
+        }
     }
 }
 
 /// A throughput table: per row the cell's `keys`, then per arm (in `strategies`' order)
 /// its kops/s, sd% and change against `reference` (for the reference itself: against
 /// none, when none ran), then the cell's bound.
-pub(crate) fn arm_columns_table<'a, S: ArmFigures + 'a>(
+pub(crate) fn arm_columns_table<'a>(
     keys: &[&str],
     strategies: &[String],
     reference: &str,
-    rows: impl IntoIterator<Item = (Vec<String>, Vec<Option<&'a S>>)>,
+    rows: impl IntoIterator<Item = (Vec<String>, Vec<Option<ArmFigures<'a>>>)>,
 ) -> String {
     let has_none = strategies.iter().any(|s| s == "none");
     let mut t = Table::new(0);
@@ -1018,19 +1014,21 @@ pub(crate) fn arm_columns_table<'a, S: ArmFigures + 'a>(
     for (mut row, arms) in rows {
         let mut bound = None;
         for (s, sum) in strategies.iter().zip(arms) {
-            row.push(kops(sum.and_then(S::median)));
-            row.push(text::pct(sum.and_then(S::stddev_pct).unwrap_or(f64::NAN)));
+            row.push(kops(sum.as_ref().and_then(|c| c.median)));
+            row.push(text::pct(sum.as_ref().and_then(|c| c.stddev_pct).unwrap_or(f64::NAN)));
             if s != reference && s != "none" {
-                row.push(sum.map_or("-".into(), |c| {
-                    change_cell(c.versus().ratio_to_reference, c.versus().significant)
-                }));
+                row.push(
+                    sum.as_ref().map_or("-".into(), |c| {
+                        change_cell(c.versus.ratio_to_reference, c.versus.significant)
+                    }),
+                );
             }
             if s == reference && has_none {
-                row.push(sum.map_or("-".into(), |c| {
-                    change_cell(c.versus().ratio_to_none, c.versus().significant_to_none)
+                row.push(sum.as_ref().map_or("-".into(), |c| {
+                    change_cell(c.versus.ratio_to_none, c.versus.significant_to_none)
                 }));
             }
-            bound = bound.or(sum.and_then(S::bound));
+            bound = bound.or(sum.and_then(|c| c.bound));
         }
         row.push(kops(bound));
         t.rows.push(row);

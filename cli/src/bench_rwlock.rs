@@ -21,7 +21,7 @@ use crate::bench::{self, BenchArgs, INTERRUPTED};
 use crate::library::{self, Arm};
 use crate::machine::Machine;
 use crate::progress::Progress;
-use crate::sample::{median_of, samples, throughputs, Runs, Sample, Versus};
+use crate::sample::{median_of, samples, throughputs, values, Runs, Sample, Versus};
 use crate::settings::{self, Effective};
 use crate::stats;
 use crate::text::{self, csv_field, csv_num, finite, Table};
@@ -112,18 +112,14 @@ pub struct RwCellSummary {
     pub bound_ops_per_s: Option<f64>,
 }
 
-impl bench::ArmFigures for RwCellSummary {
-    fn median(&self) -> Option<f64> {
-        self.median_ops_per_s
-    }
-    fn stddev_pct(&self) -> Option<f64> {
-        self.stddev_pct
-    }
-    fn versus(&self) -> &Versus {
-        &self.versus
-    }
-    fn bound(&self) -> Option<f64> {
-        self.bound_ops_per_s
+impl RwCellSummary {
+    fn figures(&self) -> bench::ArmFigures<'_> {
+        bench::ArmFigures {
+            median: self.median_ops_per_s,
+            stddev_pct: self.stddev_pct,
+            versus: &self.versus,
+            bound: self.bound_ops_per_s,
+        }
     }
 }
 
@@ -465,8 +461,8 @@ fn summarise(c: &RwConfig, records: &[RunRecord], cpus: usize) -> Vec<RwCellSumm
                         continue;
                     }
                     let xs = throughputs(&runs);
-                    let values: Vec<f64> = xs.iter().map(|(_, v)| *v).collect();
-                    let median_ops = stats::median(&values);
+                    let ops = values(&xs);
+                    let median_ops = stats::median(&ops);
                     let versus = Versus::new(&xs, &ref_ops, &none_ops, *s == c.reference, s == "none");
                     let value = |f: &dyn Fn(&Sample) -> f64| finite(med(&samples, f));
                     out.push(RwCellSummary {
@@ -477,7 +473,7 @@ fn summarise(c: &RwConfig, records: &[RunRecord], cpus: usize) -> Vec<RwCellSumm
                         runs_ok: samples.len(),
                         runs: attempted,
                         median_ops_per_s: finite(median_ops),
-                        stddev_pct: finite(stats::stddev_pct(&values)),
+                        stddev_pct: finite(stats::stddev_pct(&ops)),
                         versus,
                         cpu_us_per_1k_acq: value(&|s| s.cpu_us_per_1k()),
                         fairness: value(&|s| s.fairness_of("ops")),
@@ -550,7 +546,13 @@ fn render_tables(
         for &w in &c.writes_pct {
             for &l in &c.loads {
                 let keys = vec![th.to_string(), format!("{w}%"), l.to_string()];
-                rows.push((keys, c.strategies.iter().map(|s| find(sums, th, w, l, s)).collect()));
+                rows.push((
+                    keys,
+                    c.strategies
+                        .iter()
+                        .map(|s| find(sums, th, w, l, s).map(RwCellSummary::figures))
+                        .collect(),
+                ));
             }
         }
     }

@@ -82,6 +82,11 @@ pub fn throughputs(runs: &[(u64, &Sample)]) -> Vec<(u64, f64)> {
     runs.iter().map(|(run, s)| (*run, s.ops_per_s())).collect()
 }
 
+/// The values of `runs`, without their run numbers.
+pub fn values(runs: &[(u64, f64)]) -> Vec<f64> {
+    runs.iter().map(|(_, v)| *v).collect()
+}
+
 /// The median over the runs both arms completed of `xs`' throughput ÷ `base`'s in the
 /// same run.
 fn paired_ratio(xs: &[(u64, f64)], base: &[(u64, f64)]) -> Option<f64> {
@@ -133,7 +138,6 @@ impl Versus {
         is_reference: bool,
         is_none: bool,
     ) -> Versus {
-        let values = |runs: &[(u64, f64)]| -> Vec<f64> { runs.iter().map(|(_, v)| *v).collect() };
         let mine = values(xs);
         let against = |base: &[(u64, f64)], skip: bool| -> (Option<f64>, Option<Comparison>) {
             if skip || base.is_empty() {

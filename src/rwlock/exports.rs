@@ -76,7 +76,7 @@ unsafe fn entry(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *con
     unsafe {
         if config::rwlock_fast_path() {
             serve(ours(l), call, clock, at)
-        } else if config::forwarding_unobserved() {
+        } else if config::serves_nothing() && !observe::enabled() {
             glibc(l, call, clock, at)
         } else {
             in_general(l, call, clock, at)
