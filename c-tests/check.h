@@ -153,7 +153,9 @@ static CHECK_UNUSED int kind_in_use(int kind) {
     const char *strategy = getenv("SPINMUTEX_STRATEGY");
     const char *preload = getenv("LD_PRELOAD");
     int converts = strategy && strcmp(strategy, "kernel") == 0 && preload && strstr(preload, "spinmutex");
-    return converts && (kind & ~(3 | 128 | 256 | 512)) == 0 ? kind | 32 : kind;
+    /* priority-inherit (32) and the library's own mark (1024), on process-private
+     * mutexes only */
+    return converts && (kind & ~(3 | 256 | 512)) == 0 ? kind | 32 | 1024 : kind;
 }
 
 /* Starts a thread or fails. */

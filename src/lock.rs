@@ -21,7 +21,11 @@ pub fn served<'a>(m: *mut pthread_mutex_t) -> Option<&'a RawMutex> {
     // point to a mutex.
     let mutex = unsafe { RawMutex::from_ptr(m) };
     let row = config::row();
-    let ours = if row.priority_inheritance { kind::SERVED | kind::PRIO_INHERIT } else { kind::SERVED };
+    let ours = if row.priority_inheritance {
+        kind::SERVED | kind::PRIO_INHERIT | kind::CONVERTED
+    } else {
+        kind::SERVED
+    };
     (row.serves && mutex.kind() & !ours == 0).then_some(mutex)
 }
 
@@ -125,7 +129,7 @@ pub fn trylock(m: &RawMutex) -> c_int {
     }
     let taken = match protocol(m) {
         Some(Protocol::Word) => m.try_acquire(),
-        Some(Protocol::PriorityInheritance) => pi::try_acquire(m, tid),
+        Some(Protocol::PriorityInheritance) => pi::try_lock(m, tid),
         None => false,
     };
     if !taken {

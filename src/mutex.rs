@@ -46,6 +46,10 @@
 //!   inherit a count of the parent's sleepers, and a thread that leaves a wait with
 //!   `siglongjmp` leaves its own: that mutex then never spins (slower, never wrong).
 //!
+//! On a mutex converted to the kernel's protocol (pi.rs) none of the three is used, and
+//! pi.rs keeps two words of its own in `__list.__next`: its halves become the *stray
+//! release* and the *events* counter that pi.rs describes.
+//!
 //! # After the release
 //!
 //! The instant the lock word reads free, the next owner may destroy the mutex and free
@@ -77,6 +81,11 @@ pub mod kind {
     pub const PSHARED: i32 = 128;
     pub const ELISION: i32 = 256;
     pub const NO_ELISION: i32 = 512;
+    /// Converted by the `kernel` strategy (pi.rs) from a mutex the program made with
+    /// glibc's word: glibc's rules for its type still apply, not those of a
+    /// priority-inheritance mutex the program asked for. glibc masks this bit out of
+    /// every test of the kind (it looks at the low 7 bits and the elision bits only).
+    pub const CONVERTED: i32 = 1 << 10;
     /// Everything this library serves itself; any other bit (robust, PI, PP, a destroyed
     /// mutex's −1) is forwarded to glibc.
     pub const SERVED: i32 = TYPE_MASK | PSHARED | ELISION | NO_ELISION;
@@ -177,6 +186,13 @@ impl RawMutex {
         self.kind.store(k, Relaxed);
     }
 
+    /// The two words the `kernel` strategy keeps beside a converted mutex's lock word
+    /// (pi.rs): the stray release and the events counter, in `__list.__next`, which the
+    /// word protocol's counts use only on mutexes that are not converted.
+    pub fn pi_side(&self) -> (&AtomicU32, &AtomicU32) {
+        (&self.sleepers, &self.spinners)
+    }
+
     /// Changes the kind from `from` to `to` unless another thread changed it first.
     pub fn convert_kind(&self, from: i32, to: i32) -> bool {
         self.kind.compare_exchange(from, to, AcqRel, Acquire).is_ok()
@@ -261,7 +277,7 @@ impl RawMutex {
             return;
         }
         if self.lock.swap(UNLOCKED, Release) == CONTENDED {
-            sys::futex_wake(word, 1, shared);
+            let _ = sys::futex_wake(word, 1, shared);
             crate::observe::woke(addr);
         }
     }
@@ -284,7 +300,7 @@ impl RawMutex {
         }
         // The lock word stays CONTENDED: the requester owns the lock from here on, and
         // may free the mutex as soon as it runs. Only the address is used now.
-        sys::futex_wake(word, 1, false);
+        let _ = sys::futex_wake(word, 1, false);
         crate::observe::handed_off(addr, request as u32 as i32);
         true
     }

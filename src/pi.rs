@@ -13,10 +13,11 @@
 //!
 //! # Converting a mutex, and why no thread ever uses the old protocol on one
 //!
-//! A converted mutex has glibc's priority-inherit bit in its kind. glibc's own code that
-//! takes an application's mutex (a condition-variable wait releasing and retaking it,
-//! and the cleanup of a wait cancelled) reads the kind first and then speaks this same
-//! protocol; the condition variables keep working because of that. The bit is set:
+//! A converted mutex has glibc's priority-inherit bit in its kind (and our
+//! `kind::CONVERTED`, which glibc ignores). glibc's own code that takes an application's
+//! mutex (a condition-variable wait releasing and retaking it, and the cleanup of a
+//! wait cancelled) reads the kind first and then speaks this same protocol; the
+//! condition variables keep working because of that. The bits are set:
 //!
 //! 1. by `pthread_mutex_init` or `mtx_init` under this strategy, before they return: no
 //!    other thread can know the mutex yet;
@@ -30,20 +31,79 @@
 //! application holds it, which it took through one of those calls. So the only mutexes
 //! that can be found unconverted yet locked are ones locked with the old protocol
 //! before this strategy was in force (from `.preinit_array`, before the environment
-//! can be read) or by a process that shares the mutex and does not use this library:
-//! such a mutex is never converted while it is locked. A lock call waits for it to come
-//! free without writing to it (polling, since its holder will not wake a waiter it does
-//! not know of), and its holder's unlock, through this library or not, uses the old
-//! protocol, which is the one it was locked with. A process-shared mutex is converted
-//! in the memory all its processes share, so a process that uses glibc alone follows
-//! the conversion too (glibc reads the kind on every call).
+//! can be read): such a mutex is never converted while it is locked. A lock call waits
+//! for it to come free without writing to it (polling, since its holder will not wake a
+//! waiter it does not know of), and its holder's unlock uses the old protocol, which is
+//! the one it was locked with.
 //!
-//! # Limits, as glibc's own priority-inheritance mutexes
+//! **Process-shared mutexes are never converted.** Another process may use the same
+//! mutex without this library (or with another strategy). glibc there reads the kind,
+//! then swaps the word; a conversion here reads the word, then swaps the kind. Run at
+//! the same moment, glibc's `1` lands in a converted word (where the kernel reads it as
+//! thread 1), whichever order the two processes choose. So a shared mutex keeps glibc's
+//! word, served as `futex` serves it (sleep at the first contention).
 //!
-//! The word names its owner, so a mutex held across `fork` names, in the child, a thread
-//! that no longer exists: the child's only thread, which held it in the parent, may
-//! still unlock it (handled below); no other thread can.
+//! # glibc's rules for a normal mutex, on a word that names its owner
+//!
+//! glibc lets any thread unlock a normal (or adaptive) mutex, lets an unlock of a free
+//! one succeed, and lets the owner lock it again to wait until another thread unlocks
+//! it (a mutex used as a binary semaphore: glibc's own `tst-cond14` does this). Here the
+//! word names one owner, X, and the kernel hands the lock on for X alone
+//! (`FUTEX_UNLOCK_PI` refuses anyone else). A converted mutex keeps glibc's rules so:
+//!
+//! * **Unlock by a thread the word does not name.** A free word: nothing to do (glibc
+//!   does nothing either). A word naming X with nobody queued in the kernel (no
+//!   `FUTEX_WAITERS`): swapped to 0, as glibc would release it. Otherwise only X could
+//!   hand it to the kernel's waiters, so the unlock records a *stray release* of X's
+//!   hold: the stray word (beside the lock word, see `RawMutex::pi_side`) reads X.
+//! * **A stray release is used up** by the first of: X locking the mutex again (the
+//!   word still names X, and the release X waited for has come: it owns the lock); X
+//!   unlocking it (its release and the stray one are one release, which the kernel
+//!   hands to its first waiter); X exiting (the kernel hands the lock to its first
+//!   waiter); or another thread *taking over* the word. The stray word counts only
+//!   while it names the word's owner: once the lock has passed on it is stale, and the
+//!   next owner that got the lock from the kernel clears it.
+//! * **Taking over** is possible only while no thread is queued in the kernel: one
+//!   taker at a time marks the stray word `TAKING_OVER`, fences the word (X with
+//!   `FUTEX_OWNER_DIED`, and `FUTEX_WAITERS` cleared: X's own unlock can no longer
+//!   release it in user space, and a thread that queues in the kernel now sets
+//!   `FUTEX_WAITERS` again, which the taker sees), asks the kernel whether anyone is
+//!   queued (a plain `FUTEX_WAKE` fails with `EINVAL` where priority-inheritance waiters
+//!   are queued), and if nobody is, swaps the fenced word to its own id. If somebody
+//!   is, or comes, it puts `FUTEX_WAITERS` back, and the stray release stays pending.
+//! * **Waits in the kernel are bounded** to `SLICE_NS`, after which the waiter looks
+//!   again: so after a stray release this library's waiters leave the kernel within a
+//!   slice, stop queueing there, and one of them takes over.
+//! * **The owner locking again** (the word names the caller; the kernel would answer
+//!   `EDEADLK`) waits for a stray release of its hold, or for another thread to free the
+//!   word, as glibc waits for that unlock.
+//! * **An owner gone** (`FUTEX_LOCK_PI` answers `ESRCH`: it exited, and nobody waited
+//!   then; or `EPERM`: in a child after `fork`, the word names a thread of the parent):
+//!   glibc's normal mutex stays locked until some thread unlocks it, and so this one
+//!   waits for that unlock, or for its deadline.
+//!
+//! Threads waiting for one of these events sleep on the *events* word, which every
+//! release by a non-owner and every end of a take-over increments before it wakes them,
+//! so that no such event can slip between a waiter's look and its sleep.
+//!
+//! # What cannot be served the same way
+//!
+//! glibc's condition variables retake a converted mutex with `FUTEX_LOCK_PI` and no time
+//! bound. If a thread releases a lock it does not own while such a condition-variable
+//! waiter is queued in the kernel, nobody can take over: that waiter, and the threads
+//! behind it, get the lock when X next locks or unlocks it, or exits. glibc's normal
+//! mutex would let them in at once. The library says so on standard error the first
+//! time a take-over waits that long.
+//!
+//! A program's own priority-inheritance mutexes (not converted) keep glibc's rules for
+//! those: only the owner may unlock (`EPERM` otherwise), and an owner that locks a
+//! normal one again waits for ever.
+//!
+//! A mutex held across `fork` names, in the child, a thread that no longer exists: the
+//! child's only thread, which held it in the parent, may still unlock it (handled
+//! below); the mutexes other threads held stay locked, as under glibc.
 
+use core::sync::atomic::AtomicU32;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use libc::c_int;
 
@@ -52,16 +112,23 @@ use crate::sys::{self, Deadline};
 
 /// Set by the kernel in the word while threads wait.
 const FUTEX_WAITERS: u32 = 0x8000_0000;
-/// Set by the kernel when the owner died holding a robust mutex (not ours).
+/// Set by the kernel when the owner died holding a robust mutex; here, the take-over's
+/// fence (see the header).
 const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
 const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
+
+/// In the stray word: a thread is taking the word over.
+const TAKING_OVER: u32 = 0x8000_0000;
+
+/// The longest one wait in the kernel lasts before the waiter looks again.
+const SLICE_NS: u64 = 20_000_000;
 
 /// The protocol a mutex speaks under this strategy.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
     /// Converted (or created as priority-inherit by the program).
     PriorityInheritance,
-    /// glibc's 0/1/2 word: locked before it could be converted.
+    /// glibc's 0/1/2 word: process-shared, or locked before it could be converted.
     Word,
 }
 
@@ -76,11 +143,15 @@ pub fn init() {
     }
 }
 
-/// Gives a freshly initialised mutex the priority-inherit bit (step 1 of the header).
+/// The kind bits of a converted mutex.
+const CONVERTED_BITS: i32 = kind::PRIO_INHERIT | kind::CONVERTED;
+
+/// Gives a freshly initialised, process-private mutex the converted bits (step 1 of the
+/// header).
 pub fn convert_new(m: &RawMutex) {
     let k = m.kind();
-    if k & !kind::SERVED == 0 {
-        m.set_kind(k | kind::PRIO_INHERIT);
+    if k & !kind::SERVED == 0 && k & kind::PSHARED == 0 {
+        m.set_kind(k | CONVERTED_BITS);
     }
 }
 
@@ -92,10 +163,13 @@ pub fn protocol(m: &RawMutex) -> Option<Protocol> {
         if k & kind::PRIO_INHERIT != 0 {
             return Some(Protocol::PriorityInheritance);
         }
+        if k & kind::PSHARED != 0 {
+            return Some(Protocol::Word);
+        }
         if m.word().load(Acquire) != 0 {
             return None;
         }
-        if m.convert_kind(k, k | kind::PRIO_INHERIT) {
+        if m.convert_kind(k, k | CONVERTED_BITS) {
             return Some(Protocol::PriorityInheritance);
         }
         // Someone else changed the kind (converted it, most likely): look again.
@@ -116,15 +190,75 @@ pub fn wait_unconverted(m: &RawMutex, deadline: Option<&Deadline>) -> Result<(),
     }
 }
 
+fn converted(m: &RawMutex) -> bool {
+    m.kind() & kind::CONVERTED != 0
+}
+
+fn owner_of(word: i32) -> u32 {
+    word as u32 & FUTEX_TID_MASK
+}
+
 /// One attempt: 0 → tid.
 #[inline]
 pub fn try_acquire(m: &RawMutex, tid: i32) -> bool {
     m.word().compare_exchange(0, tid, Acquire, Relaxed).is_ok()
 }
 
+/// `trylock`'s attempt: a free word, or a converted mutex's stray release (its own hold
+/// given back, or a take-over that needs no waiting).
+pub fn try_lock(m: &RawMutex, tid: i32) -> bool {
+    try_acquire(m, tid) || (converted(m) && claim_stray(m, tid))
+}
+
 /// Waits in the kernel until the caller owns `m`, or `deadline` passes.
 #[cold]
 pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
+    if !converted(m) {
+        return acquire_as_glibc_pi(m, tid, deadline);
+    }
+    let mut sleeps = 0;
+    let mut refused_since = None;
+    loop {
+        let events = events(m).load(Acquire);
+        if try_acquire(m, tid) || claim_stray(m, tid) {
+            return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
+        }
+        let owner = owner_of(m.word().load(Relaxed));
+        let stray = stray(m).load(Acquire);
+        if owner == tid as u32 || stray & FUTEX_TID_MASK == owner {
+            // Our own hold, or a stray release that cannot be taken over yet: wait for
+            // a non-owner's unlock or the end of a take-over (the header).
+            if owner != tid as u32 {
+                note_if_refused_long(m, refused_since.get_or_insert_with(sys::now_ns));
+            }
+            sleeps += 1;
+            wait_for_event(m, events, deadline)?;
+            continue;
+        }
+        crate::observe::sleeping(m);
+        sleeps += 1;
+        let (slice, is_deadline) = Deadline::sooner_of(deadline, SLICE_NS);
+        match sys::futex_lock_pi(m.word(), Some(&slice), false) {
+            0 => {
+                forget_stale_stray(m, tid);
+                return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
+            }
+            libc::ETIMEDOUT if is_deadline => {
+                crate::observe::timed_out(m);
+                return Err(libc::ETIMEDOUT);
+            }
+            // A slice ended, the owner was exiting, a signal came, or the word named us
+            // by the time the kernel looked: look again.
+            libc::ETIMEDOUT | libc::EAGAIN | libc::EINTR | libc::EDEADLK => {}
+            // The owner is gone, or a thread of the parent (the header): wait for an
+            // unlock, as glibc does.
+            _ => wait_for_event(m, events, deadline)?,
+        }
+    }
+}
+
+/// A program's own priority-inheritance mutex: glibc's rules for those.
+fn acquire_as_glibc_pi(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
     loop {
         if try_acquire(m, tid) {
             return Ok(Acquired { how: How::Kernel, spins: 0, sleeps: 0 });
@@ -156,28 +290,174 @@ fn wait_for_ever(deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
     }
 }
 
+/// The stray word of a converted mutex: 0, or the owner whose hold another thread
+/// released, with `TAKING_OVER` while a thread takes the word over.
+fn stray(m: &RawMutex) -> &AtomicU32 {
+    m.pi_side().0
+}
+
+/// Counts releases by non-owners and ends of take-overs; waiters for them sleep on it.
+fn events(m: &RawMutex) -> &AtomicU32 {
+    m.pi_side().1
+}
+
+/// Sleeps until the events word moves on from `seen`, for a slice at most; `ETIMEDOUT`
+/// once the caller's deadline has passed.
+fn wait_for_event(m: &RawMutex, seen: u32, deadline: Option<&Deadline>) -> Result<(), c_int> {
+    let (slice, is_deadline) = Deadline::sooner_of(deadline, SLICE_NS);
+    let r = sys::futex_wait_bitset(events(m).as_ptr(), seen, u32::MAX, Some(&slice), false);
+    if r == libc::ETIMEDOUT && is_deadline {
+        crate::observe::timed_out(m);
+        return Err(libc::ETIMEDOUT);
+    }
+    Ok(())
+}
+
+/// Announces an event to the threads in [`wait_for_event`]. Called before the write
+/// that makes the event visible when that write may release the mutex (after it, the
+/// memory may be gone); waking by address afterwards is safe.
+fn count_event(m: &RawMutex) {
+    events(m).fetch_add(1, Release);
+}
+
+fn wake_event_waiters(events: *const u32) {
+    sys::futex_wake_bitset(events, i32::MAX, u32::MAX, false);
+}
+
+/// Uses up a stray release of the word's owner's hold: the caller's own hold given back
+/// to it, or a take-over. False if there is none, or it cannot be taken now.
+fn claim_stray(m: &RawMutex, tid: i32) -> bool {
+    let x = stray(m).load(Acquire);
+    if x == 0 || x & TAKING_OVER != 0 || x != owner_of(m.word().load(Relaxed)) {
+        return false;
+    }
+    if x == tid as u32 {
+        // Our own hold, released by another thread while we waited to lock again: the
+        // word already names us.
+        return stray(m).compare_exchange(x, 0, Acquire, Relaxed).is_ok();
+    }
+    take_over(m, tid, x)
+}
+
+/// Moves the word from `x`, whose hold another thread released, to the caller, if no
+/// thread is queued in the kernel (the header's "Taking over").
+fn take_over(m: &RawMutex, tid: i32, x: u32) -> bool {
+    if stray(m).compare_exchange(x, x | TAKING_OVER, Acquire, Relaxed).is_err() {
+        return false;
+    }
+    let word = m.word();
+    let fenced = (x | FUTEX_OWNER_DIED) as i32;
+    let mut current = word.load(Relaxed);
+    let taken = loop {
+        if owner_of(current) != x {
+            break false; // x released it through the kernel meanwhile
+        }
+        if current != fenced {
+            if let Err(now) = word.compare_exchange(current, fenced, Relaxed, Relaxed) {
+                current = now;
+                continue;
+            }
+        }
+        if sys::futex_wake(word.as_ptr(), 1, false) == Err(libc::EINVAL) {
+            break false; // threads are queued in the kernel: only x can let them in
+        }
+        match word.compare_exchange(fenced, tid, Acquire, Relaxed) {
+            Ok(_) => break true,
+            Err(_) => break false, // one queued just now, or x released it
+        }
+    };
+    if !taken {
+        unfence(m, x);
+    }
+    // Used up if taken, or if the lock passed on (x's release and the stray one were
+    // one); still pending if the word names x.
+    let pending = !taken && owner_of(word.load(Relaxed)) == x;
+    count_event(m);
+    stray(m).store(if pending { x } else { 0 }, Release);
+    wake_event_waiters(events(m).as_ptr());
+    taken
+}
+
+/// Gives a fenced word back its `FUTEX_WAITERS` and drops the fence, unless it has
+/// passed on: the kernel's waiters are then woken by x's unlock again.
+fn unfence(m: &RawMutex, x: u32) {
+    let word = m.word();
+    let mut current = word.load(Relaxed);
+    while owner_of(current) == x && current as u32 & FUTEX_OWNER_DIED != 0 {
+        let restored = ((current as u32 & !FUTEX_OWNER_DIED) | FUTEX_WAITERS) as i32;
+        match word.compare_exchange(current, restored, Relaxed, Relaxed) {
+            Ok(_) => return,
+            Err(now) => current = now,
+        }
+    }
+}
+
+/// After the kernel gave the caller the lock: a stray word naming an earlier owner no
+/// longer means anything.
+fn forget_stale_stray(m: &RawMutex, tid: i32) {
+    let x = stray(m).load(Relaxed);
+    if x != 0 && x & TAKING_OVER == 0 && x != tid as u32 {
+        let _ = stray(m).compare_exchange(x, 0, Relaxed, Relaxed);
+    }
+}
+
+/// The first time a take-over has waited four slices for threads queued in the kernel
+/// that do not leave (glibc's condition variables retaking the mutex), says what it
+/// waits for.
+fn note_if_refused_long(m: &RawMutex, since: &mut u64) {
+    static SAID: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    if sys::now_ns().saturating_sub(*since) < 4 * SLICE_NS || SAID.swap(true, Relaxed) {
+        return;
+    }
+    let owner = owner_of(m.word().load(Relaxed));
+    crate::config::note(format_args!(
+        "SPINMUTEX_STRATEGY=kernel: mutex {:#x} was unlocked by a thread that does not own it while a \
+         condition-variable waiter waited for it in the kernel; it passes on when thread {owner} next locks \
+         or unlocks it, or exits (glibc would pass it on at once)",
+        m.addr()
+    ));
+}
+
 /// Whether the word names `tid` as its owner; in a forked child, also the id its
 /// thread had in the parent (see `release_through_kernel`).
 pub fn owned_by(m: &RawMutex, tid: i32) -> bool {
-    let owner = m.word().load(Relaxed) as u32 & FUTEX_TID_MASK;
+    let owner = owner_of(m.word().load(Relaxed));
     owner == tid as u32 || (owner != 0 && owner == crate::thread::tid_before_fork() as u32 && !m.shared())
 }
 
-/// Releases `m` for the thread that holds it, which is not the caller: possible only
-/// while no thread waits in the kernel. 0, or `EPERM` (the mutex stays locked).
-pub fn release_for_owner(m: &RawMutex) -> c_int {
-    let current = m.word().load(Relaxed);
-    if current == 0 || current as u32 & FUTEX_WAITERS != 0 {
+/// An unlock by a thread the word does not name. A program's own priority-inheritance
+/// mutex refuses it (`EPERM`), as glibc does; a converted one follows glibc's rules for
+/// a normal mutex (the header).
+pub fn release_not_owned(m: &RawMutex) -> c_int {
+    if !converted(m) {
         return libc::EPERM;
     }
     m.clear_owner();
-    match m.word().compare_exchange(current, 0, Release, Relaxed) {
-        Ok(_) => 0,
-        Err(_) => {
-            m.set_owner(current & FUTEX_TID_MASK as i32); // a waiter came: undo
-            libc::EPERM
+    let word = m.word();
+    let events = events(m).as_ptr();
+    let mut current = word.load(Relaxed);
+    loop {
+        if current == 0 {
+            return 0;
+        }
+        let x = owner_of(current);
+        if current as u32 & (FUTEX_WAITERS | FUTEX_OWNER_DIED) == 0 {
+            // Nobody in the kernel: release the word as glibc would.
+            count_event(m);
+            match word.compare_exchange(current, 0, Release, Relaxed) {
+                Ok(_) => break,
+                Err(now) => current = now,
+            }
+        } else {
+            // Only x can let the kernel's waiters in: record a stray release of its
+            // hold. One already pending (or being taken over) is the same release.
+            let _ = stray(m).compare_exchange(0, x, Release, Relaxed);
+            count_event(m);
+            break;
         }
     }
+    wake_event_waiters(events);
+    0
 }
 
 /// Releases `m`, held by `tid`. Decides everything before the release (see mutex.rs).
@@ -199,13 +479,24 @@ pub fn release(m: &RawMutex, tid: i32) {
 
 #[cold]
 fn release_through_kernel(m: &RawMutex, tid: i32, current: i32, shared: bool) {
-    let owner = current as u32 & FUTEX_TID_MASK;
+    let owner = owner_of(current);
     if owner != tid as u32 && owner == crate::thread::tid_before_fork() as u32 && owner != 0 && !shared {
         // Held across fork by the thread that forked, which is this child's only
         // thread: the waiters the word mentions were the parent's and are not here.
         m.word().store(0, Release);
         return;
     }
-    debug_assert!(current as u32 & FUTEX_OWNER_DIED == 0);
+    if converted(m)
+        && stray(m).load(Relaxed) == owner
+        && stray(m).compare_exchange(owner, 0, Relaxed, Relaxed).is_ok()
+    {
+        // Another thread released this hold already: this release and that one are
+        // the one the kernel now makes. Those waiting for a take-over look again.
+        count_event(m);
+        let events = events(m).as_ptr();
+        sys::futex_unlock_pi(m.word().as_ptr(), shared);
+        wake_event_waiters(events);
+        return;
+    }
     sys::futex_unlock_pi(m.word().as_ptr(), shared);
 }

@@ -176,11 +176,17 @@ pub fn kernel_version() -> (u32, u32) {
     (numbers[0], numbers[1])
 }
 
-/// Wakes up to `count` threads sleeping on `word`.
-pub fn futex_wake(word: *const i32, count: i32, shared: bool) {
+/// Wakes up to `count` threads sleeping on `word`. Returns how many it woke, or the
+/// error: `EINVAL` where threads wait on `word` with `FUTEX_LOCK_PI` (pi.rs relies on it).
+pub fn futex_wake(word: *const i32, count: i32, shared: bool) -> Result<i32, c_int> {
     // SAFETY: FUTEX_WAKE only uses the address as a key; it never dereferences it
     // beyond checking it is mapped.
-    unsafe { libc::syscall(libc::SYS_futex, word, libc::FUTEX_WAKE | private_flag(shared), count) };
+    let r = unsafe { libc::syscall(libc::SYS_futex, word, libc::FUTEX_WAKE | private_flag(shared), count) };
+    if r < 0 {
+        Err(errno())
+    } else {
+        Ok(r as i32)
+    }
 }
 
 /// `FUTEX_WAIT_BITSET` on a raw 32-bit word: sleeps while `*word == expected`, in the

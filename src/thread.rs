@@ -8,7 +8,9 @@
 //! The static block has room for it even when the library is `dlopen`ed: glibc
 //! reserves spare static TLS for such libraries.
 
-use core::sync::atomic::{AtomicI32, AtomicIsize, AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicIsize, AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(
@@ -149,22 +151,26 @@ pub fn tid() -> i32 {
     }
 }
 
+/// Set once the fork handler that corrects the caches is registered. Until then
+/// nothing is cached: a program may fork before this library's constructor runs (from
+/// another library's constructor, say), and a child of that fork would keep its
+/// parent's ids with nobody to correct them.
+static CACHING: AtomicBool = AtomicBool::new(false);
+
 #[cold]
 #[inline(never)]
 fn first_tid() -> i32 {
     let tid = crate::sys::gettid();
-    set_cached_tid(tid);
+    if CACHING.load(Acquire) {
+        set_cached_tid(tid);
+    }
     tid
 }
 
 /// The calling process's id.
 pub fn pid() -> i32 {
     match PID.load(Relaxed) {
-        0 => {
-            let pid = crate::sys::getpid();
-            PID.store(pid, Relaxed);
-            pid
-        }
+        0 => crate::sys::getpid(),
         pid => pid,
     }
 }
@@ -262,12 +268,12 @@ fn find_rseq() {
     }
 }
 
-/// Registers the fork handler. Called once, by the constructor. (A fork before the
-/// constructor runs leaves the child's thread with its parent's id cached; only an
-/// error-checking or recursive mutex locked across that fork could notice.)
+/// Registers the fork handler, then starts caching ids. Called once, by the
+/// constructor.
 pub fn init() {
-    PID.store(crate::sys::getpid(), Relaxed);
     find_rseq();
     // SAFETY: registers a plain function that only touches this module's state.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    PID.store(crate::sys::getpid(), Relaxed);
+    CACHING.store(true, Release);
 }

@@ -26,10 +26,9 @@ pub fn unlock(m: &RawMutex) -> c_int {
     let priority_inheritance = k & kind::PRIO_INHERIT != 0;
     crate::observe::unlocking(m);
     if priority_inheritance && !pi::owned_by(m, tid) {
-        // A normal mutex unlocked by another thread, which glibc's word allows: done
-        // when no thread waits in the kernel, which hands the lock over only for its
-        // owner (EPERM then, as for glibc's own priority-inheritance mutexes).
-        return pi::release_for_owner(m);
+        // Unlocked by a thread the word does not name, or unlocked while free: glibc's
+        // rules for a normal mutex where the mutex was converted (pi.rs says how).
+        return pi::release_not_owned(m);
     }
     m.clear_owner();
     if priority_inheritance {

@@ -50,6 +50,8 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("thread_exit_locks", &[]),
     ("report_signal", &[]),
     ("old_symbols", &[]),
+    ("normal_rules", &[]),
+    ("pshared_mixed", &[]),
 ];
 
 fn program(name: &str) -> PathBuf {
@@ -264,6 +266,36 @@ fn fork_without_atfork_handlers() {
 
 fn process_shared_mutex_and_condvar() {
     c_program("pshared", &[]);
+}
+
+fn process_shared_mutex_beside_a_process_without_preload() {
+    c_program("pshared_mixed", &[]);
+}
+
+// What glibc allows a normal mutex although POSIX leaves it undefined (normal_rules.c).
+
+fn normal_mutex_owner_relocks_to_wait_for_another_threads_unlock() {
+    c_program("normal_rules", &["semaphore"]);
+}
+
+fn normal_mutex_unlock_of_a_free_mutex_succeeds() {
+    c_program("normal_rules", &["double"]);
+}
+
+fn normal_mutex_unlocked_by_another_thread_lets_waiters_in() {
+    c_program("normal_rules", &["waiters", "handover"]);
+}
+
+fn normal_mutex_held_by_a_thread_that_exited_after_a_condvar_timeout() {
+    c_program("normal_rules", &["condexit"]);
+}
+
+fn normal_mutex_held_by_another_parent_thread_across_fork() {
+    c_program("normal_rules", &["forkheld"]);
+}
+
+fn fork_before_the_library_constructor_gives_the_child_its_own_ids() {
+    c_program("normal_rules", &["early"]);
 }
 
 fn robust_owner_death() {
@@ -763,6 +795,13 @@ fn main() -> std::process::ExitCode {
         fork_while_contended,
         fork_without_atfork_handlers,
         process_shared_mutex_and_condvar,
+        process_shared_mutex_beside_a_process_without_preload,
+        normal_mutex_owner_relocks_to_wait_for_another_threads_unlock,
+        normal_mutex_unlock_of_a_free_mutex_succeeds,
+        normal_mutex_unlocked_by_another_thread_lets_waiters_in,
+        normal_mutex_held_by_a_thread_that_exited_after_a_condvar_timeout,
+        normal_mutex_held_by_another_parent_thread_across_fork,
+        fork_before_the_library_constructor_gives_the_child_its_own_ids,
         robust_owner_death,
         locks_in_constructor_atexit_and_destructor,
         locks_while_threads_exit,
