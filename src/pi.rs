@@ -342,6 +342,15 @@ fn claim_stray(m: &RawMutex, tid: i32) -> bool {
 /// Moves the word from `x`, whose hold another thread released, to the caller, if no
 /// thread is queued in the kernel (the header's "Taking over").
 fn take_over(m: &RawMutex, tid: i32, x: u32) -> bool {
+    // No signal handler may run (and leave with `siglongjmp`) while the word is fenced
+    // and the stray word says a take-over runs: both would stay so for good.
+    let mask = sys::block_all_signals();
+    let taken = take_over_unsignalled(m, tid, x);
+    sys::set_signal_mask(mask);
+    taken
+}
+
+fn take_over_unsignalled(m: &RawMutex, tid: i32, x: u32) -> bool {
     if stray(m).compare_exchange(x, x | TAKING_OVER, Acquire, Relaxed).is_err() {
         return false;
     }
