@@ -14,6 +14,8 @@
  *              by another, many rounds, with a second taker waiting
  *   condexit   a thread whose pthread_cond_timedwait timed out exits holding the
  *              mutex; another thread unlocks it (0) and the mutex is free again
+ *   exited     a thread exits holding the mutex while another waits for it: the waiter
+ *              keeps waiting (glibc's word stays locked) until a third thread unlocks
  *   forkheld   in a child after fork, a mutex another parent thread held is locked:
  *              timedlock times out (glibc blocks), an unlock by the child frees it
  *   early      a fork before every library constructor (from .preinit_array): in the
@@ -197,6 +199,39 @@ static void condexit(void) {
     OK(pthread_mutex_unlock(&cm));
 }
 
+/* ---- exited ---- */
+
+static pthread_mutex_t left = PTHREAD_MUTEX_INITIALIZER;
+static int got_left, holds_left;
+
+static void *exit_holding(void *arg) {
+    (void)arg;
+    OK(pthread_mutex_lock(&left));
+    __atomic_store_n(&holds_left, 1, __ATOMIC_SEQ_CST);
+    sleep_ms(30);
+    return NULL;
+}
+
+static void *wait_for_left(void *arg) {
+    (void)arg;
+    OK(pthread_mutex_lock(&left));
+    __atomic_store_n(&got_left, 1, __ATOMIC_SEQ_CST);
+    OK(pthread_mutex_unlock(&left));
+    return NULL;
+}
+
+static void exited(void) {
+    pthread_t x = spawn(exit_holding, NULL);
+    while (!__atomic_load_n(&holds_left, __ATOMIC_SEQ_CST)) sleep_ms(1);
+    pthread_t w = spawn(wait_for_left, NULL);
+    join(x);
+    sleep_ms(60);
+    if (__atomic_load_n(&got_left, __ATOMIC_SEQ_CST)) fail("the waiter got a mutex whose owner exited holding it");
+    OK(pthread_mutex_unlock(&left)); /* for the thread that is gone */
+    join(w);
+    if (!got_left) fail("the waiter never got the mutex");
+}
+
 /* ---- forkheld ---- */
 
 static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
@@ -289,7 +324,7 @@ int main(int argc, char **argv) {
         void (*run)(void);
     } groups[] = {
         {"semaphore", semaphore}, {"double", double_unlock}, {"waiters", waiters},   {"handover", handover},
-        {"condexit", condexit},   {"forkheld", forkheld},    {"early", early},
+        {"condexit", condexit},   {"exited", exited},        {"forkheld", forkheld},    {"early", early},
     };
     for (unsigned g = 0; g < sizeof groups / sizeof groups[0]; g++) {
         int wanted = argc == 1;

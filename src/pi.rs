@@ -80,7 +80,10 @@
 //! * **An owner gone** (`FUTEX_LOCK_PI` answers `ESRCH`: it exited, and nobody waited
 //!   then; or `EPERM`: in a child after `fork`, the word names a thread of the parent):
 //!   glibc's normal mutex stays locked until some thread unlocks it, and so this one
-//!   waits for that unlock, or for its deadline.
+//!   waits for that unlock, or for its deadline. Where threads did wait when the owner
+//!   exited, the kernel gives the word to the first of them, marked `FUTEX_OWNER_DIED`:
+//!   that thread keeps the word in the dead owner's place and waits on as the owner
+//!   locking again does.
 //!
 //! Threads waiting for one of these events sleep on the *events* word, which every
 //! release by a non-owner and every end of a take-over increments before it wakes them,
@@ -94,6 +97,12 @@
 //! behind it, get the lock when X next locks or unlocks it, or exits. glibc's normal
 //! mutex would let them in at once. The library says so on standard error the first
 //! time a take-over waits that long.
+//!
+//! For the same reason, a thread that exits holding a converted mutex while a
+//! condition-variable waiter is queued in the kernel for it makes glibc's condition
+//! variable abort (it asserts that the kernel handed it no `FUTEX_OWNER_DIED`), as it
+//! does with glibc's own priority-inheritance mutexes; glibc's normal mutex would keep
+//! that waiter waiting until another thread unlocks the mutex.
 //!
 //! A program's own priority-inheritance mutexes (not converted) keep glibc's rules for
 //! those: only the owner may unlock (`EPERM` otherwise), and an owner that locks a
@@ -239,6 +248,7 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
         sleeps += 1;
         let (slice, is_deadline) = Deadline::sooner_of(deadline, SLICE_NS);
         match sys::futex_lock_pi(m.word(), Some(&slice), false) {
+            0 if inherited_from_the_dead(m) => {} // still held, as glibc's word would be: wait on
             0 => {
                 forget_stale_stray(m, tid);
                 return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
@@ -399,6 +409,24 @@ fn unfence(m: &RawMutex, x: u32) {
             Err(now) => current = now,
         }
     }
+}
+
+/// After the kernel gave the caller the word: true if its owner had exited holding it.
+/// The kernel then passes the word to the first waiter with `FUTEX_OWNER_DIED` set;
+/// glibc's normal mutex would stay locked until another thread unlocks it. So the
+/// caller keeps the word in the dead owner's place (the bit cleared, the hold its
+/// own as far as the kernel knows) and waits, as an owner locking again does, for
+/// another thread's unlock.
+fn inherited_from_the_dead(m: &RawMutex) -> bool {
+    let word = m.word();
+    let mut current = word.load(Relaxed);
+    while current as u32 & FUTEX_OWNER_DIED != 0 {
+        match word.compare_exchange(current, (current as u32 & !FUTEX_OWNER_DIED) as i32, Relaxed, Relaxed) {
+            Ok(_) => return true,
+            Err(now) => current = now,
+        }
+    }
+    false
 }
 
 /// After the kernel gave the caller the lock: a stray word naming an earlier owner no

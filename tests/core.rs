@@ -286,8 +286,8 @@ fn normal_mutex_unlocked_by_another_thread_lets_waiters_in() {
     c_program("normal_rules", &["waiters", "handover"]);
 }
 
-fn normal_mutex_held_by_a_thread_that_exited_after_a_condvar_timeout() {
-    c_program("normal_rules", &["condexit"]);
+fn normal_mutex_held_by_a_thread_that_exited() {
+    c_program("normal_rules", &["condexit", "exited"]);
 }
 
 fn normal_mutex_held_by_another_parent_thread_across_fork() {
@@ -799,7 +799,7 @@ fn main() -> std::process::ExitCode {
         normal_mutex_owner_relocks_to_wait_for_another_threads_unlock,
         normal_mutex_unlock_of_a_free_mutex_succeeds,
         normal_mutex_unlocked_by_another_thread_lets_waiters_in,
-        normal_mutex_held_by_a_thread_that_exited_after_a_condvar_timeout,
+        normal_mutex_held_by_a_thread_that_exited,
         normal_mutex_held_by_another_parent_thread_across_fork,
         fork_before_the_library_constructor_gives_the_child_its_own_ids,
         robust_owner_death,
