@@ -248,7 +248,8 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
         sleeps += 1;
         let (slice, is_deadline) = Deadline::sooner_of(deadline, SLICE_NS);
         match sys::futex_lock_pi(m.word(), Some(&slice), false) {
-            0 if inherited_from_the_dead(m) => {} // still held, as glibc's word would be: wait on
+            // Still held, as glibc's word would be, unless its release came already.
+            0 if inherited_from_the_dead(m) && !take_stray_of_the_dead(m, tid) => {}
             0 => {
                 forget_stale_stray(m, tid);
                 return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
@@ -427,6 +428,18 @@ fn inherited_from_the_dead(m: &RawMutex) -> bool {
         }
     }
     false
+}
+
+/// After [`inherited_from_the_dead`]: a stray release pending for another thread was
+/// for the dead owner (a stray word names the word's owner or is cleared when the word
+/// passes on, and it passed straight from the dead owner to the caller). That release
+/// frees the hold the caller inherited: the caller owns the lock.
+fn take_stray_of_the_dead(m: &RawMutex, tid: i32) -> bool {
+    let x = stray(m).load(Acquire);
+    x != 0
+        && x & TAKING_OVER == 0
+        && x != tid as u32
+        && stray(m).compare_exchange(x, 0, Acquire, Relaxed).is_ok()
 }
 
 /// After the kernel gave the caller the lock: a stray word naming an earlier owner no
