@@ -28,11 +28,14 @@ fn glibc_nptl_tests_under_every_configuration() {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    // Each failing pair: its FAILED line and the indented lines of output under it.
     let mut failed = Vec::new();
+    let mut in_failure = false;
     for line in BufReader::new(child.stdout.take().expect("stdout")).lines() {
         let line = line.expect("read the script's output");
         println!("{line}");
-        if line.starts_with("FAILED:") {
+        in_failure = line.starts_with("FAILED:") || (in_failure && line.starts_with("    "));
+        if in_failure {
             failed.push(line);
         }
     }
