@@ -3,7 +3,8 @@
  * writer it registered is handed the lock and never comes back). This library hands
  * nothing to a blocked thread, so the lock must stay usable: after the holder lets go,
  * other threads take it for writing and reading, and under the writer-preferring kind a
- * reader is held back at most briefly by the writer that is gone.
+ * reader is held back at most briefly by the writer that is gone. A writer's try and a
+ * timed writer whose deadline has passed get the free lock at once.
  * The test runs this program under the library's own strategies only. */
 #include "rwlock_check.h"
 
@@ -44,10 +45,19 @@ static void round_trip(int kind, int write) {
     if (!escaped) fail("the jumper did not escape");
     OK(pthread_rwlock_unlock(&lock));
     const char *what = rw_kind_names[kind];
+    /* Free for a writer's try, and for a timed writer whose deadline has passed: the
+     * thread that left may have left a mark, but nobody holds the lock. */
+    int rc = pthread_rwlock_trywrlock(&lock);
+    if (rc != 0) fail("%s (%s jumped): trywrlock on the free lock returned %s", what, write ? "writer" : "reader", err_name(rc));
+    OK(pthread_rwlock_unlock(&lock));
+    struct timespec past = deadline_in(CLOCK_MONOTONIC, -1000000000LL);
+    rc = pthread_rwlock_clockwrlock(&lock, CLOCK_MONOTONIC, &past);
+    if (rc != 0) fail("%s (%s jumped): clockwrlock (past deadline) on the free lock returned %s", what, write ? "writer" : "reader", err_name(rc));
+    OK(pthread_rwlock_unlock(&lock));
     /* Usable for writing and reading, from this thread and from others. */
     int64_t t0 = now_ns(CLOCK_MONOTONIC);
     struct timespec ts = deadline_in(CLOCK_MONOTONIC, 5000000000LL);
-    int rc = pthread_rwlock_clockwrlock(&lock, CLOCK_MONOTONIC, &ts);
+    rc = pthread_rwlock_clockwrlock(&lock, CLOCK_MONOTONIC, &ts);
     if (rc != 0) fail("%s (%s jumped): wrlock after the escape returned %s", what, write ? "writer" : "reader", err_name(rc));
     OK(pthread_rwlock_unlock(&lock));
     ts = deadline_in(CLOCK_MONOTONIC, 5000000000LL);

@@ -28,6 +28,8 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("rwlock_timed", &[]),
     ("rwlock_prefer", &["reader", "writer", "stream"]),
     ("rwlock_cancel", &[]),
+    ("rwlock_leave", &[]),
+    ("rwlock_leave_cxx", &[]),
     ("rwlock_fork", &[]),
     ("rwlock_pshared", &[]),
     ("rwlock_reuse", &[]),
@@ -157,6 +159,12 @@ fn cancellation_while_blocked_and_while_holding() {
     c_program("rwlock_cancel", &[]);
 }
 
+/// A waiter that timed out, or was cancelled while it waited, leaves the lock as if it
+/// had never come: try and past-deadline calls on the lock nobody holds succeed.
+fn a_waiter_that_left_leaves_nothing_behind() {
+    c_program("rwlock_leave", &[]);
+}
+
 fn signal_handlers_in_blocked_lockers() {
     c_program("rwlock_signals", &[]);
 }
@@ -210,6 +218,10 @@ fn cxx_shared_mutex_and_shared_timed_mutex() {
     c_program("cxx_shared_mutex", &[]);
 }
 
+fn cxx_shared_timed_mutex_free_after_a_shared_waiter_timed_out() {
+    c_program("rwlock_leave_cxx", &[]);
+}
+
 fn old_symbol_versions() {
     c_program("rwlock_old_symbols", &[]);
 }
@@ -225,6 +237,7 @@ const WAIT_PATHS: &[(&str, &[&str])] = &[
     ("rwlock_timed", &[]),
     ("rwlock_prefer", &["reader", "writer", "stream"]),
     ("rwlock_cancel", &[]),
+    ("rwlock_leave", &[]),
     ("rwlock_fork", &[]),
     ("rwlock_pshared", &[]),
     ("rwlock_reuse", &[]),
@@ -453,6 +466,7 @@ fn main() -> std::process::ExitCode {
         writer_preferring_kind_keeps_new_readers_out,
         writer_gets_in_under_a_stream_of_readers,
         cancellation_while_blocked_and_while_holding,
+        a_waiter_that_left_leaves_nothing_behind,
         signal_handlers_in_blocked_lockers,
         minimal_stacks,
         fork_while_readers_hold,
@@ -461,6 +475,7 @@ fn main() -> std::process::ExitCode {
         locks_before_the_constructor_and_after_the_destructor,
         leaving_a_wait_with_siglongjmp_strands_no_lock,
         cxx_shared_mutex_and_shared_timed_mutex,
+        cxx_shared_timed_mutex_free_after_a_shared_waiter_timed_out,
         old_symbol_versions,
         no_spinning_settings,
         long_spin_settings,

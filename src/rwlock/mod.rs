@@ -67,15 +67,20 @@
 //! (`PREFER_READER_NP`) and for `PREFER_WRITER_NP`, readers enter while writers wait,
 //! which is what glibc documents (its manual page says `PREFER_WRITER_NP` is ignored;
 //! glibc 2.36's code does let a releasing writer hand over to a waiting writer for that
-//! kind, a detail no program can rely on). A writer may enter only an idle lock, and
-//! under the reader-preferring kinds only one that no woken reader is still heading for
-//! (`RW` clear): the lock is then *open* to writers.
+//! kind, a detail no program can rely on). A writer may enter only an idle lock, and a
+//! writer that would wait for it, under the reader-preferring kinds, only one that no
+//! woken reader is still heading for (`RW` clear): the lock is then *open* to writers.
+//! A writer that would not wait (`trywrlock`, or a timed call whose deadline has passed)
+//! takes any idle lock: a lock that nobody holds is never refused.
 //!
 //! # Readers first
 //!
 //! When a writer releases a reader-preferring lock that readers wait for, it wakes them
 //! and leaves `RW` set: until one of them is in (its compare-and-swap clears `RW`), no
-//! writer takes the idle lock. Without this, the writer that just let go (or any running
+//! writer that would wait takes the idle lock; it sleeps in the writer queue, for at most
+//! [`STALE_WAITER_GRACE_NS`], and a timed writer's deadline ends that sleep too (then it
+//! takes the idle lock). A try, which cannot wait, takes the idle lock at once: the woken
+//! readers find it taken and wait for its release, which wakes them again. Without this, the writer that just let go (or any running
 //! writer) takes the lock again before the woken readers run, and they go back to sleep:
 //! with short critical sections, most wake-ups were wasted that way. glibc gets the same
 //! effect by handing the read phase to the registered readers; here nothing is handed to
@@ -109,7 +114,8 @@
 //!    with a compare-and-swap from a state that blocks it, and every transition that
 //!    unblocks readers (a writer's release, a waiting writer giving up under writer
 //!    preference) wakes all readers after its compare-and-swap, which clears `RW` unless
-//!    the woken readers are to come first.
+//!    the woken readers are to come first. A reader that gives up clears `RW` while
+//!    readers may still be blocked only if it then wakes them all, like a release.
 //!
 //! A sleeper calls `FUTEX_WAIT_BITSET(gate, g)` with a value `g` that has its bit set.
 //! If the transition that clears the bit happens first, the kernel sees a gate other
@@ -149,14 +155,21 @@
 //! idle lock only by woken readers still on their way sleeps at most that long, then
 //! clears `RW` if nothing moved and goes ahead.
 //!
+//! A timed call fails only if, once its deadline has passed, the lock would still make
+//! it wait: a waiter whose timeout fires just as the lock opens takes it.
+//!
 //! A writer that gives up (timeout) takes itself off the queue. If it may have consumed
 //! the wake meant for another queued writer, it passes it on: when the lock is idle it
 //! wakes another writer, when it is busy it sets `WW` so that the release will. If it was
 //! the last queued writer under writer preference and no writer holds the lock, it
-//! clears `RW` and wakes the readers it was keeping out. A reader that gives up owes no
-//! other reader anything (readers are always woken all together); under the
-//! reader-preferring kinds, if the lock is idle it clears `RW` and wakes a writer, as the
-//! last reader would have.
+//! clears `RW` and wakes the readers it was keeping out. A reader that gives up
+//! (timeout) must not leave its `RW` behind: a write release would take it for woken
+//! readers on their way in, and keep writers out of the idle lock for readers that never
+//! come. It cannot tell whether other readers still sleep, so it clears `RW` and wakes
+//! all readers if the lock still keeps them out: those still blocked set it again before
+//! they sleep (a spurious wake each, paid only when a reader gives up). Under the
+//! reader-preferring kinds, if the lock is idle, clearing `RW` opens it to writers, so it
+//! also wakes a writer, as the last reader would have.
 //!
 //! # Writer preference without starvation
 //!
@@ -569,11 +582,13 @@ impl RawRwLock {
         }
     }
 
-    /// `pthread_rwlock_trywrlock`: `EBUSY` unless the lock is idle.
+    /// `pthread_rwlock_trywrlock`: `EBUSY` unless the lock is idle. Woken readers on
+    /// their way in (`RW`) do not count: the lock is free, and a try must not fail on a
+    /// free lock (they will find it taken and wait for this writer's release).
     pub fn try_write_lock(&self) -> c_int {
         let mut state = self.state.load(Relaxed);
         loop {
-            if !self.open_for_writer(state) {
+            if !idle(state) {
                 return libc::EBUSY;
             }
             match self.state.compare_exchange_weak(
@@ -591,15 +606,14 @@ impl RawRwLock {
         }
     }
 
-    /// One attempt by a waiting writer to take an idle lock; `registered`: the caller is
-    /// one of the queued writers; `woken`: it has slept in the writer queue (and so may
-    /// have taken the wake-up that `WW` promised to the other sleepers too).
+    /// One attempt by a waiting writer to take the idle lock `state` (the caller has
+    /// checked it may); `registered`: the caller is one of the queued writers; `woken`:
+    /// it has slept in the writer queue (and so may have taken the wake-up that `WW`
+    /// promised to the other sleepers too).
     fn try_enter_as_writer(&self, state: u64, registered: bool, woken: bool) -> bool {
-        self.open_for_writer(state)
-            && self
-                .state
-                .compare_exchange(state, acquired_by_writer(state, registered, woken), Acquire, Relaxed)
-                .is_ok()
+        self.state
+            .compare_exchange(state, acquired_by_writer(state, registered, woken), Acquire, Relaxed)
+            .is_ok()
     }
 
     /// `pthread_rwlock_unlock`: a write unlock if the caller holds the write lock, else a

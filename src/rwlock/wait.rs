@@ -197,6 +197,8 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<u32, c_in
     let mut sleeps = 0;
     // Set once queued writers have held back an idle lock for the whole grace period.
     let mut writers_presumed_gone = false;
+    // Set once the deadline has passed: the call fails if the lock still blocks it.
+    let mut expired = false;
     loop {
         let state = lock.state.load(Relaxed);
         let blocked =
@@ -206,6 +208,10 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<u32, c_in
                 return Ok(sleeps);
             }
             continue;
+        }
+        if expired {
+            give_up_reader(lock);
+            return Err(libc::ETIMEDOUT);
         }
         let waiting = state | READERS_WAITING;
         if waiting != state && lock.state.compare_exchange(state, waiting, Relaxed, Relaxed).is_err() {
@@ -225,20 +231,16 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<u32, c_in
         } else {
             sys::futex_wait_bitset(addr.word, gate(waiting), READER_QUEUE, deadline, addr.shared)
         };
-        if r == libc::ETIMEDOUT && !held_back_by_queue {
-            give_up_reader(lock);
-            return Err(libc::ETIMEDOUT);
-        }
         if held_back_by_queue {
             if r == libc::ETIMEDOUT && gate(lock.state.load(Relaxed)) == gate(waiting) {
                 writers_presumed_gone = true;
             }
-            if deadline.is_some_and(passed) {
-                return Err(libc::ETIMEDOUT);
-            }
+            expired = deadline.is_some_and(passed);
+        } else {
+            expired = r == libc::ETIMEDOUT;
         }
-        // Woken, interrupted by a signal (whose handler may have taken other locks), or
-        // the gate changed before the thread slept: look again.
+        // Timed out, woken, interrupted by a signal (whose handler may have taken other
+        // locks), or the gate changed before the thread slept: look again.
     }
 }
 
@@ -249,13 +251,23 @@ fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bo
     let addr = lock.gate_addr();
     let mut woken = false;
     let mut sleeps = 0;
+    // Set once the deadline has passed: the call fails if the lock is still busy.
+    let mut expired = false;
     loop {
         let state = lock.state.load(Relaxed);
-        if lock.open_for_writer(state) {
+        // A writer whose time is up does not defer to woken readers: a timed call fails
+        // only on a busy lock, never on an idle one.
+        let may_enter =
+            lock.open_for_writer(state) || (idle(state) && (expired || deadline.is_some_and(passed)));
+        if may_enter {
             if lock.try_enter_as_writer(state, registered, woken) {
                 return Ok(sleeps);
             }
             continue;
+        }
+        if expired {
+            give_up_writer(lock);
+            return Err(libc::ETIMEDOUT);
         }
         // Queue up and promise that the release wakes a writer, in one step.
         let queue = if registered { 0 } else { QUEUED_WRITER };
@@ -286,19 +298,12 @@ fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bo
                 // Nothing moved for the whole grace period: the readers are gone.
                 let _ = lock.state.compare_exchange(waiting, waiting & !READERS_WAITING, Relaxed, Relaxed);
             }
-            if deadline.is_some_and(passed) {
-                give_up_writer(lock);
-                return Err(libc::ETIMEDOUT);
-            }
-            woken |= r != libc::EAGAIN;
-            continue;
-        }
-        if r == libc::ETIMEDOUT {
-            give_up_writer(lock);
-            return Err(libc::ETIMEDOUT);
+            expired = deadline.is_some_and(passed);
+        } else {
+            expired = r == libc::ETIMEDOUT;
         }
         // EAGAIN: the gate changed before this thread slept, so no wake was meant for it.
-        // Anything else (a wake, a signal) may have taken one.
+        // Anything else (a wake, a signal, a timeout racing one) may have taken one.
         woken |= r != libc::EAGAIN;
     }
 }
@@ -335,19 +340,26 @@ fn give_up_writer(lock: &RawRwLock) {
     }
 }
 
-/// A reader stops waiting without the lock. Under the reader-preferring kinds it may
-/// have been one of the woken readers whose `RW` keeps writers out of the idle lock: if
-/// the lock is idle it opens it to writers again (no reader sleeps while no writer holds
-/// it) and wakes one, as a last reader would.
+/// A reader stops waiting without the lock, and leaves `RW` as if it had never come.
+/// It cannot tell whether other readers still wait, so it clears the bit and, if the lock
+/// still keeps readers out, wakes them all: those still blocked set it again before they
+/// sleep (one wake per reader, paid only when a reader gives up). Left set, `RW` would
+/// outlive the reader: the next write release would take it for woken readers on their
+/// way in and keep writers out of the idle lock for them. Under the reader-preferring
+/// kinds an idle lock with `RW` set is such a lock already (none of those readers
+/// sleeps, as no writer holds it): it opens to writers again and one is woken, as a last
+/// reader would.
 fn give_up_reader(lock: &RawRwLock) {
-    if lock.prefers_writers() {
-        return;
-    }
     let addr = lock.gate_addr();
+    let prefers_writers = lock.prefers_writers();
     let mut state = lock.state.load(Relaxed);
-    while idle(state) && state & READERS_WAITING != 0 {
-        let next = state & !(READERS_WAITING | WRITERS_WAITING);
-        let wake = Wake { readers: false, writer: state & WRITERS_WAITING != 0 };
+    while state & READERS_WAITING != 0 {
+        let mut next = state & !READERS_WAITING;
+        let mut wake = Wake { readers: lock.blocks_readers(state), writer: false };
+        if !prefers_writers && idle(state) {
+            next &= !WRITERS_WAITING;
+            wake.writer = state & WRITERS_WAITING != 0;
+        }
         match lock.state.compare_exchange_weak(state, next, Relaxed, Relaxed) {
             // This thread is inside a lock call, so the lock is still alive here.
             Ok(_) => return addr.wake(wake),
