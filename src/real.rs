@@ -89,7 +89,12 @@ pub static OLD_COND_TIMEDWAIT: Real = Real::new(c"pthread_cond_timedwait", Some(
 pub static COND_CLOCKWAIT: Real = Real::new(c"pthread_cond_clockwait", None);
 pub static CND_WAIT: Real = Real::new(c"cnd_wait", None);
 pub static CND_TIMEDWAIT: Real = Real::new(c"cnd_timedwait", None);
-static CONDITION_WAITS: [&Real; 7] = [
+// Under a lock-watching tool: the next definition of the current waits, whatever its
+// version (ThreadSanitizer's runtime defines them unversioned, so a versioned lookup
+// would skip it and go on to glibc, hiding the wait from the tool).
+pub static NEXT_COND_WAIT: Real = Real::new(c"pthread_cond_wait", None);
+pub static NEXT_COND_TIMEDWAIT: Real = Real::new(c"pthread_cond_timedwait", None);
+static CONDITION_WAITS: [&Real; 9] = [
     &COND_WAIT,
     &COND_TIMEDWAIT,
     &OLD_COND_WAIT,
@@ -97,6 +102,8 @@ static CONDITION_WAITS: [&Real; 7] = [
     &COND_CLOCKWAIT,
     &CND_WAIT,
     &CND_TIMEDWAIT,
+    &NEXT_COND_WAIT,
+    &NEXT_COND_TIMEDWAIT,
 ];
 
 forward! {

@@ -343,6 +343,34 @@ fn thread_sanitizer_sees_the_locks() {
     }
 }
 
+/// A ThreadSanitizer program's condition-variable waits and signals reach one
+/// implementation (the runtime's, then glibc's current one) with the library preloaded:
+/// its unversioned reference to `pthread_cond_wait` binds to the current ABI, and the
+/// wrapper hands the wait to the runtime. Ten runs per strategy: the split hung about
+/// half of them, and showed the runtime a double lock in all.
+fn thread_sanitizer_sees_condition_variable_waits() {
+    let program = c_test("tsan_condvar");
+    for strategy in STRATEGIES {
+        for run in 0..10 {
+            let mut cmd = preloaded(&program, Some(strategy));
+            cmd.env("TSAN_OPTIONS", "exitcode=66");
+            let o = run_bounded(cmd, Duration::from_secs(30));
+            let what = format!("tsan_condvar under {strategy}, run {run}");
+            assert!(o.success(), "{}", describe(&what, &o));
+            assert!(!o.stderr.contains("WARNING: ThreadSanitizer"), "{}", describe(&what, &o));
+        }
+    }
+}
+
+/// helgrind sees the waits of a condition-variable program with the library preloaded:
+/// no errors, and the program finishes.
+fn helgrind_sees_condition_variable_waits() {
+    let mut cmd = preloaded("valgrind", Some("spin"));
+    cmd.args(["--tool=helgrind", "--error-exitcode=99", "-q"]).arg(c_test("cond_small")).arg("500");
+    let o = run_bounded(cmd, Duration::from_secs(180));
+    assert!(o.success(), "{}", describe("cond_small under helgrind", &o));
+}
+
 /// AddressSanitizer refuses to run behind a preload, and says so; the library must not
 /// crash first.
 fn address_sanitizer_refuses_clearly() {
@@ -385,6 +413,16 @@ fn main() -> std::process::ExitCode {
         "thread_sanitizer_sees_the_locks",
         &[Need::Built(c_test("tsan_counter"), "the ThreadSanitizer runtime (package libtsan2)")],
         thread_sanitizer_sees_the_locks,
+    );
+    suite.needs(
+        "thread_sanitizer_sees_condition_variable_waits",
+        &[Need::Built(c_test("tsan_condvar"), "the ThreadSanitizer runtime (package libtsan2)")],
+        thread_sanitizer_sees_condition_variable_waits,
+    );
+    suite.needs(
+        "helgrind_sees_condition_variable_waits",
+        &[Need::Program("valgrind", "valgrind")],
+        helgrind_sees_condition_variable_waits,
     );
     suite.needs(
         "address_sanitizer_refuses_clearly",
