@@ -378,6 +378,7 @@ pub fn write_stderr(bytes: &[u8]) {
 }
 
 /// Writes all of `bytes` with `write_once`, retrying on `EINTR` and short writes.
+#[inline(always)]
 pub fn write_fully(
     fd: c_int,
     bytes: &[u8],
@@ -400,6 +401,7 @@ pub fn write_fully(
 /// neither ends the program nor reaches its handler. The program's signal mask and
 /// dispositions are as they were afterwards, and a `SIGPIPE` of its own that was pending
 /// before stays pending.
+#[inline(always)]
 pub fn write_holding_sigpipe(fd: c_int, bytes: &[u8]) -> Result<usize, c_int> {
     let sigpipe: SigSet = 1 << (libc::SIGPIPE - 1);
     let mut old: SigSet = 0;

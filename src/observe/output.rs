@@ -82,7 +82,9 @@ impl Target {
     }
 
     /// One write of `bytes` (some of them, perhaps); never blocks on a descriptor of the
-    /// library's own, never raises `SIGPIPE`.
+    /// library's own, never raises `SIGPIPE`. Inlined, as are the calls below it: the
+    /// report signal's handler writes through here on the interrupted thread's stack.
+    #[inline(always)]
     pub fn write(self, bytes: &[u8]) -> Result<usize, c_int> {
         match self.kind {
             Kind::Plain => sys::write(self.fd, bytes),
@@ -92,6 +94,7 @@ impl Target {
     }
 
     /// Writes all of `bytes`, or fails with the error that stopped it.
+    #[inline(always)]
     pub fn write_all(self, bytes: &[u8]) -> Result<(), c_int> {
         sys::write_fully(self.fd, bytes, |_, rest| self.write(rest))
     }

@@ -194,6 +194,15 @@ fn write_where_it_can(model: &Model, when: When) {
             Err(_) => "a write failed",
         },
     };
+    report_on_stderr_instead(why, model, when);
+}
+
+/// Says why the report is not in the statistics file, then writes it to standard error.
+/// Out of line: its line buffer is not on the (signal handler's) stack while the report
+/// is rendered to the file.
+#[cold]
+#[inline(never)]
+fn report_on_stderr_instead(why: &str, model: &Model, when: When) {
     let mut line: config::LineBuf<160> = config::LineBuf::new();
     line.push(b"spinmutex: the statistics file could not take the report (").push(why.as_bytes());
     line.push(b"); here it is\n");
@@ -209,14 +218,17 @@ fn write_where_it_can(model: &Model, when: When) {
 fn write_report(target: Target, model: &Model, when: When) -> Result<(), i32> {
     // SAFETY: the report lock (WRITING) is held by our caller.
     let buf = unsafe { &mut *BUFFER.0.get() };
-    let mut out = Out { target, buf, len: 0, error: None };
+    let mut out = Out { target, buf, len: 0, error: 0 };
     if JSON.load(Relaxed) {
         model.render(&mut Json { out: &mut out, when, first_instance: true });
     } else {
         model.render(&mut Text { out: &mut out, when });
     }
     out.flush();
-    out.error.map_or(Ok(()), Err)
+    match out.error {
+        0 => Ok(()),
+        e => Err(e),
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -791,8 +803,9 @@ struct Out {
     target: Target,
     buf: &'static mut [u8; 256],
     len: usize,
-    /// The first write that failed: nothing more is written after it.
-    error: Option<i32>,
+    /// The error of the first write that failed (0: none): nothing more is written after
+    /// it.
+    error: i32,
 }
 
 /// The output buffer: a static, like the model, so that it takes no room on the stack of
@@ -805,8 +818,8 @@ static BUFFER: BufferCell = BufferCell(core::cell::UnsafeCell::new([0; 256]));
 
 impl Out {
     fn flush(&mut self) {
-        if self.error.is_none() {
-            self.error = self.target.write_all(&self.buf[..self.len]).err();
+        if self.error == 0 {
+            self.error = self.target.write_all(&self.buf[..self.len]).err().unwrap_or(0);
         }
         self.len = 0;
     }
