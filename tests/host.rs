@@ -465,6 +465,31 @@ fn statistics_file_is_the_one_opened_at_load() {
     assert!(!target.exists(), "the report followed the link to {}", target.display());
     let kept = std::fs::read_to_string(dir.path().join("report.old")).expect("read the file opened at load");
     assert!(kept.contains("lock statistics for pid"), "no report in the file opened at load:\n{kept}");
+    // The program also closed the library's descriptor: the report goes to standard
+    // error, after a line that says why, and still not through the link.
+    std::fs::remove_file(&file).expect("remove the link");
+    std::fs::write(&file, "").expect("create the statistics file");
+    let mut cmd = preloaded(c_test("stats_swap"), Some("spin"));
+    cmd.arg(&file).arg(&target).arg("close").env("SPINMUTEX_STATS", "1").env("SPINMUTEX_STATS_FILE", &file);
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe("stats_swap close", &o));
+    assert!(!target.exists(), "the report followed the link to {}", target.display());
+    assert!(o.stderr.contains("leads elsewhere"), "{}", describe("stats_swap close", &o));
+    assert!(o.stderr.contains("lock statistics for pid"), "{}", describe("stats_swap close", &o));
+}
+
+/// A daemon that closes every descriptor above 2 still gets its report in the statistics
+/// file: the path is opened again, and found to be the same file.
+fn statistics_file_survives_a_daemon_closing_descriptors() {
+    let dir = scratch();
+    let (file, data) = (dir.path().join("stats.txt"), dir.path().join("data"));
+    let mut cmd = preloaded(c_test("fd_hygiene"), Some("spin"));
+    cmd.arg("daemon").arg(&data).env("SPINMUTEX_STATS", "1").env("SPINMUTEX_STATS_FILE", &file);
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe("fd_hygiene daemon", &o));
+    let text = std::fs::read_to_string(&file).expect("read the statistics file");
+    assert!(text.contains("lock statistics for pid"), "no report in the file:\n{text}\n{}", o.stderr);
+    assert!(!o.stderr.contains("lock statistics"), "a report went to stderr:\n{}", o.stderr);
 }
 
 /// A setuid-root program (linked with the library by RUNPATH) run by `nobody`: the
@@ -629,6 +654,7 @@ fn main() -> std::process::ExitCode {
         trace_into_a_fifo_without_reader_never_stops_the_program,
         statistics_into_a_pipe_whose_reader_left,
         statistics_file_is_the_one_opened_at_load,
+        statistics_file_survives_a_daemon_closing_descriptors,
         killed_waiter_leaves_no_residue_in_a_shared_mutex,
     );
     // SAFETY: geteuid has no arguments and cannot fail.

@@ -171,6 +171,26 @@ impl OwnFd {
         self.fd.load(Acquire) != NONE && matches!(sys::fstat(fd), Ok((id, _)) if id == self.id())
     }
 
+    /// The file the library opened, again, after the program closed its descriptor:
+    /// `path` opened anew (never created) and kept only if it is still that very file. A
+    /// path that now leads elsewhere (replaced, or a link put in its place) gives None.
+    pub fn reopen_same(&self, path: &CStr) -> Option<Target> {
+        if let Some(target) = self.get() {
+            return Some(target);
+        }
+        let fd = sys::open(path, libc::O_WRONLY | libc::O_APPEND | libc::O_NONBLOCK, 0).ok()?;
+        match sys::fstat(fd) {
+            Ok((id, _)) if id == self.id() => {
+                self.adopt(fd)?;
+                self.get()
+            }
+            _ => {
+                sys::close(fd);
+                None
+            }
+        }
+    }
+
     /// Lets the descriptor go, closing it only if it is still the library's.
     pub fn forget(&self) {
         if let Some(Target { fd, .. }) = self.get() {

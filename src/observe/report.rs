@@ -21,9 +21,12 @@
 //! runs inside a signal handler, on whatever stack the interrupted thread has, so it
 //! allocates nothing, takes no lock and uses well under 1 KiB of that stack.
 //!
-//! SPINMUTEX_STATS_FILE is opened once, at load, and kept (see `output`): never opened
-//! by name again, so a path replaced meanwhile (by a symbolic link, say) changes
-//! nothing. A file no report could reach (a directory, `/dev/full`, a `/proc` or `/sys`
+//! SPINMUTEX_STATS_FILE is opened once, at load, and kept (see `output`). It is opened
+//! by name again only if the program closed that descriptor (a daemon closes them all),
+//! and then used only if it is the very file opened at load: a path replaced meanwhile
+//! (by a symbolic link, say) changes nothing. (So no `O_NOFOLLOW`: `/dev/stderr` is a
+//! link, and a fine place for a report. In a privileged process the setting is ignored
+//! altogether, see `config::file_setting`.) A file no report could reach (a directory, `/dev/full`, a `/proc` or `/sys`
 //! file, a FIFO with no reader) is refused at load with one line on standard error, and
 //! reports go there instead. A report the file refuses at exit (a full disk, a reader
 //! gone) goes to standard error too, after a line that says why.
@@ -32,6 +35,7 @@ use core::cmp::Reverse;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
 use std::ffi::CString;
+use std::sync::OnceLock;
 
 use spinmutex_names::{self as names, Stats};
 
@@ -51,8 +55,8 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static WRITING: AtomicBool = AtomicBool::new(false);
 /// SPINMUTEX_STATS_FILE, opened at load.
 static FILE: OwnFd = OwnFd::new();
-/// A statistics file was opened at load (so losing it later is worth a line).
-static HAVE_FILE: AtomicBool = AtomicBool::new(false);
+/// Its path, once it was opened at load.
+static PATH: OnceLock<CString> = OnceLock::new();
 
 /// Reads the report settings and installs the signal handler.
 pub fn init() {
@@ -65,7 +69,9 @@ pub fn init() {
     match config::file_setting(&names::STATS_FILE) {
         None => output::keep_stderr(),
         Some(value) => match open_file(value) {
-            Ok(()) => HAVE_FILE.store(true, Relaxed),
+            Ok(path) => {
+                let _ = PATH.set(path);
+            }
             // A file no report can reach is said now, not found empty after exit.
             Err(why) => {
                 config::note(format_args!(
@@ -85,7 +91,7 @@ pub fn init() {
 }
 
 /// Opens SPINMUTEX_STATS_FILE's `value` for good, or says why no report could reach it.
-fn open_file(value: &[u8]) -> Result<(), &'static str> {
+fn open_file(value: &[u8]) -> Result<CString, &'static str> {
     let path = names::parse_stats_file(value).ok().and_then(|p| CString::new(p).ok()).ok_or("not a path")?;
     let fd = output::open_append(&path).map_err(|e| match e {
         libc::ENOENT => "no such directory",
@@ -101,7 +107,7 @@ fn open_file(value: &[u8]) -> Result<(), &'static str> {
     }
     match refused {
         Some(why) => Err(why),
-        None => FILE.adopt(fd).map(drop).ok_or("it cannot be kept open"),
+        None => FILE.adopt(fd).map(|_| path).ok_or("it cannot be kept open"),
     }
 }
 
@@ -174,18 +180,18 @@ pub fn print(when: When) {
 }
 
 /// Writes the report to the statistics file, or to standard error when there is none,
-/// when the program took its descriptor away, or when it refused the report; in those
-/// last two cases after a line that says so.
+/// when the program closed its descriptor and the path no longer leads to the same file,
+/// or when it refused the report; in those last two cases after a line that says so.
 #[inline(never)]
 fn write_where_it_can(model: &Model, when: When) {
-    if !HAVE_FILE.load(Relaxed) {
+    let Some(path) = PATH.get() else {
         if let Some(target) = output::stderr() {
             let _ = write_report(target, model, when);
         }
         return;
-    }
-    let why = match FILE.get() {
-        None => "its descriptor was closed by the program",
+    };
+    let why = match FILE.reopen_same(path) {
+        None => "the program closed its descriptor, and its path leads elsewhere now",
         Some(target) => match write_report(target, model, when) {
             Ok(()) => return,
             Err(libc::ENOSPC | libc::EDQUOT | libc::EFBIG) => "the file system is full",
