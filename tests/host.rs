@@ -411,6 +411,38 @@ fn trace_into_a_pipe_never_stops_the_program() {
     }
 }
 
+/// Tracing to standard error (the default) that is a pipe whose reader stops reading:
+/// the library writes through a non-blocking description of its own, so the program
+/// ends in its usual time, whatever the pipe holds.
+fn trace_into_standard_error_never_stops_the_program() {
+    use std::io::Read;
+    let (mut reader, writer) = std::io::pipe().expect("pipe");
+    let mut cmd = preloaded(c_test("mutex_exclusion"), Some("spin"));
+    cmd.env("SPINMUTEX_TRACE", "trace").stdin(std::process::Stdio::null());
+    cmd.stdout(std::process::Stdio::null()).stderr(writer);
+    let mut child = cmd.spawn().expect("spawn mutex_exclusion");
+    drop(cmd); // our copy of the pipe's writing end
+    let mut first = [0u8; 1000];
+    reader.read_exact(&mut first).expect("the first trace lines");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break Some(status);
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(reader);
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "mutex_exclusion tracing into a stalled stderr pipe: {status:?}"
+    );
+}
+
 /// A FIFO with no reader as the trace file: the program starts and ends as usual; one
 /// line says so, and the events are counted dropped.
 fn trace_into_a_fifo_without_reader_never_stops_the_program() {
@@ -651,6 +683,7 @@ fn main() -> std::process::ExitCode {
         statistics_file_that_takes_no_report_is_refused,
         warnings_for_long_values_are_whole_lines,
         trace_into_a_pipe_never_stops_the_program,
+        trace_into_standard_error_never_stops_the_program,
         trace_into_a_fifo_without_reader_never_stops_the_program,
         statistics_into_a_pipe_whose_reader_left,
         statistics_file_is_the_one_opened_at_load,
