@@ -532,6 +532,20 @@ fn setuid_program_ignores_settings_that_name_files() {
     let dir = scratch();
     let root = dir.path();
     std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).expect("chmod scratch");
+    // A setuid copy of `id` tells whether this file system honours the setuid bit (a
+    // `nosuid` mount does not): without it there is nothing to test here.
+    let id = root.join("id");
+    std::fs::copy("/usr/bin/id", &id).expect("copy id");
+    std::fs::set_permissions(&id, std::fs::Permissions::from_mode(0o4755)).expect("chmod u+s id");
+    let probe = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(&id)
+        .output()
+        .expect("run setpriv");
+    if !String::from_utf8_lossy(&probe.stdout).contains("euid=0") {
+        eprintln!("skipped: a setuid program does not run setuid in {} (nosuid?)", root.display());
+        return;
+    }
     let lib_dir = root.join("lib");
     std::fs::create_dir(&lib_dir).expect("mkdir lib");
     std::fs::copy(common::lib_path(), lib_dir.join("libspinmutex.so")).expect("copy the library");
@@ -560,7 +574,8 @@ fn setuid_program_ignores_settings_that_name_files() {
         .env("SPINMUTEX_STATS", "1")
         .env("SPINMUTEX_STATS_FILE", secret.join("stats"))
         .env("SPINMUTEX_TRACE", "debug")
-        .env("SPINMUTEX_TRACE_FILE", secret.join("trace"));
+        .env("SPINMUTEX_TRACE_FILE", secret.join("trace"))
+        .env("SPINMUTEX_HANDSHAKE", "fd=1,dev=0,ino=0");
     let o = run_bounded(cmd, LIMIT);
     assert!(o.success(), "{}", describe("setuid hello_contended", &o));
     let left: Vec<_> =
@@ -568,7 +583,7 @@ fn setuid_program_ignores_settings_that_name_files() {
     assert!(left.is_empty(), "files created in the root-only directory: {left:?}\n{}", o.stderr);
     let notes: Vec<&str> = o.stderr.lines().filter(|l| l.contains("secure execution")).collect();
     assert_eq!(notes.len(), 1, "expected one line about secure execution:\n{}", o.stderr);
-    for name in ["SPINMUTEX_STATS_FILE", "SPINMUTEX_TRACE_FILE"] {
+    for name in ["SPINMUTEX_STATS_FILE", "SPINMUTEX_TRACE_FILE", "SPINMUTEX_HANDSHAKE"] {
         assert!(notes[0].contains(name), "the line does not name {name}: {}", notes[0]);
     }
     assert!(o.stderr.contains("lock statistics for pid"), "no report on stderr:\n{}", o.stderr);
