@@ -17,15 +17,18 @@
 //! whose `pthread_cond_t` holds a pointer); each of the two wrappers carries the version
 //! of the glibc function it forwards to, so a binary linked against either keeps its
 //! ABI. The others have one ABI under both of their versions and one wrapper serves
-//! both. A reference that names no version binds to the current ABI (src/versions.map
-//! says how). A library with version nodes still lets its unversioned definitions (all the
+//! both. A reference that names no version binds, as glibc's own would, to the symbol
+//! of the first version node, GLIBC_2.2.5 (src/versions.map). Each wrapper forwards to
+//! what the caller would have reached without this library: glibc's function of its
+//! version, or a definition without versions that comes first (ThreadSanitizer's
+//! runtime, which must see every wait). A library with version nodes still lets its unversioned definitions (all the
 //! mutex functions) satisfy references to any version: glibc's loader accepts a
 //! definition of the base version for any requested version.
 
 use core::ffi::{c_int, c_void};
 use libc::pthread_mutex_t;
 
-use crate::{config, observe, real};
+use crate::{observe, real};
 
 /// The glibc functions the wrappers forward to, in the order src/cond.c numbers them.
 #[repr(C)]
@@ -39,16 +42,12 @@ enum GlibcCond {
     CndTimedWait,
 }
 
-/// glibc's function number `which` (see `GlibcCond`), or null if glibc lacks it. Under
-/// a tool that watches locks (`tools`), the current waits go to the next definition of
-/// the name instead, which is the tool's: it must see every wait, as it sees every lock.
+/// glibc's function number `which` (see `GlibcCond`), or null if glibc lacks it. (Or a
+/// tool's definition that comes first, such as ThreadSanitizer's: see `real::Real`.)
 #[no_mangle]
 pub extern "C" fn spinmutex_glibc_cond(which: c_int) -> *mut c_void {
-    let aside = config::stepped_aside();
     let function = match which {
-        w if w == GlibcCond::Wait as c_int && aside => &real::NEXT_COND_WAIT,
         w if w == GlibcCond::Wait as c_int => &real::COND_WAIT,
-        w if w == GlibcCond::TimedWait as c_int && aside => &real::NEXT_COND_TIMEDWAIT,
         w if w == GlibcCond::TimedWait as c_int => &real::COND_TIMEDWAIT,
         w if w == GlibcCond::OldWait as c_int => &real::OLD_COND_WAIT,
         w if w == GlibcCond::OldTimedWait as c_int => &real::OLD_COND_TIMEDWAIT,

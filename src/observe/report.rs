@@ -26,9 +26,9 @@
 //! and then used only if it is the very file opened at load: a path replaced meanwhile
 //! (by a symbolic link, say) changes nothing. (So no `O_NOFOLLOW`: `/dev/stderr` is a
 //! link, and a fine place for a report. In a privileged process the setting is ignored
-//! altogether, see `config::file_setting`.) A file no report could reach (a directory, `/dev/full`, a `/proc` or `/sys`
-//! file, a FIFO with no reader) is refused at load with one line on standard error, and
-//! reports go there instead. A report the file refuses at exit (a full disk, a reader
+//! altogether, see `config::file_setting`.) A file no report could reach (a directory,
+//! `/dev/full`, a `/proc` or `/sys` file, a FIFO with no reader) is refused at load with
+//! one line on standard error, and reports go there instead. A report the file refuses at exit (a full disk, a reader
 //! gone) goes to standard error too, after a line that says why.
 
 use core::cmp::Reverse;
@@ -96,7 +96,7 @@ fn open_file(value: &[u8]) -> Result<CString, &'static str> {
     let fd = output::open_append(&path).map_err(|e| match e {
         libc::ENOENT => "no such directory",
         libc::EISDIR => "a directory",
-        libc::ENXIO => "a FIFO with no reader",
+        libc::ENXIO => "a FIFO with no reader, or a socket",
         libc::EACCES | libc::EPERM => "permission denied",
         libc::EROFS => "a read-only file system",
         _ => "it cannot be opened for writing",
