@@ -17,7 +17,11 @@
 //! whose `pthread_cond_t` holds a pointer); each of the two wrappers carries the version
 //! of the glibc function it forwards to, so a binary linked against either keeps its
 //! ABI. The others have one ABI under both of their versions and one wrapper serves
-//! both. A library with version nodes still lets its unversioned definitions (all the
+//! both. A reference that names no version binds, as glibc's own would, to the symbol
+//! of the first version node, GLIBC_2.2.5 (src/versions.map). Each wrapper forwards to
+//! what the caller would have reached without this library: glibc's function of its
+//! version, or a definition without versions that comes first (ThreadSanitizer's
+//! runtime, which must see every wait). A library with version nodes still lets its unversioned definitions (all the
 //! mutex functions) satisfy references to any version: glibc's loader accepts a
 //! definition of the base version for any requested version.
 
@@ -38,7 +42,8 @@ enum GlibcCond {
     CndTimedWait,
 }
 
-/// glibc's function number `which` (see `GlibcCond`), or null if glibc lacks it.
+/// glibc's function number `which` (see `GlibcCond`), or null if glibc lacks it. (Or a
+/// tool's definition that comes first, such as ThreadSanitizer's: see `real::Real`.)
 #[no_mangle]
 pub extern "C" fn spinmutex_glibc_cond(which: c_int) -> *mut c_void {
     let function = match which {

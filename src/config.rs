@@ -133,6 +133,39 @@ pub fn pause_ps() -> u32 {
 pub fn init() {
     calibrate_pause();
     load(Reading::Constructor);
+    note_secure_execution();
+}
+
+/// The settings that name a file or a descriptor for the library to write to. In a
+/// secure-execution process (setuid, setgid, raised capabilities) they come from a
+/// less privileged user, who must not make the program write where only it may, so
+/// they are ignored there, as glibc ignores `MALLOC_TRACE` and `LD_DEBUG_OUTPUT`.
+const FILE_SETTINGS: [&Setting; 3] = [&names::TRACE_FILE, &names::STATS_FILE, &names::HANDSHAKE];
+
+/// The value of a setting that names a file (one of `FILE_SETTINGS`): None when unset,
+/// and in a secure-execution process.
+pub fn file_setting(setting: &'static Setting) -> Option<&'static [u8]> {
+    debug_assert!(FILE_SETTINGS.iter().any(|s| s.name == setting.name));
+    env(setting.cname).filter(|_| !crate::sys::secure_execution())
+}
+
+/// In a secure-execution process, one line naming the file settings that are set and
+/// ignored (nothing when none is set).
+fn note_secure_execution() {
+    if !crate::sys::secure_execution() {
+        return;
+    }
+    let mut line: LineBuf = LineBuf::new();
+    let mut set = FILE_SETTINGS.iter().filter(|s| env(s.cname).is_some()).peekable();
+    if set.peek().is_none() {
+        return;
+    }
+    line.push(b"spinmutex: secure execution (a setuid, setgid or privileged program): ignoring ");
+    for (i, setting) in set.enumerate() {
+        line.push(if i > 0 { b", " } else { b"" }).push(setting.name.as_bytes());
+    }
+    line.push(b"; reports and traces go to standard error\n");
+    crate::sys::write_stderr(line.end_line());
 }
 
 /// Who reads the environment.
@@ -189,15 +222,10 @@ fn read_environment(reading: Reading) -> Strategy {
     let strategy = match watcher {
         Some(tool) => {
             // Only the constructor looks, once per process.
-            {
-                let mut line: LineBuf = LineBuf::new();
-                let _ = writeln!(
-                    line,
-                    "spinmutex: {tool} watches this program's locks, so libspinmutex steps aside: \
-                     every lock call goes on to it, statistics and tracing are off"
-                );
-                crate::sys::write_stderr(line.as_bytes());
-            }
+            note(format_args!(
+                "{tool} watches this program's locks, so libspinmutex steps aside: \
+                 every lock call goes on to it, statistics and tracing are off"
+            ));
             Strategy::Glibc
         }
         None => strategy,
@@ -276,19 +304,38 @@ pub fn read<T>(
 pub fn note(what: fmt::Arguments<'_>) {
     let mut line: LineBuf = LineBuf::new();
     let _ = writeln!(line, "spinmutex: {what}");
-    crate::sys::write_stderr(line.as_bytes());
+    crate::sys::write_stderr(line.end_line());
 }
 
 /// The one line a bad setting earns: names the variable, the value and what is accepted.
 pub fn warn_invalid(Invalid(setting): Invalid, value: &[u8]) {
-    let mut line: LineBuf = LineBuf::new();
-    let shown = core::str::from_utf8(value).unwrap_or("<not UTF-8>");
-    let _ = writeln!(
-        line,
-        "spinmutex: {}={shown:?} is not valid (accepted: {}); using the default, {}",
-        setting.name, setting.accepted, setting.default
-    );
-    crate::sys::write_stderr(line.as_bytes());
+    note(format_args!(
+        "{}={} is not valid (accepted: {}); using the default, {}",
+        setting.name,
+        Shown(value),
+        setting.accepted,
+        setting.default
+    ));
+}
+
+/// A setting's value as a line on standard error shows it: quoted and escaped as Rust's
+/// `{:?}` does, and, when longer than [`Shown::MAX`] bytes, cut (at a character) with an
+/// ellipsis and the full length after it, so that the line stays whole.
+pub struct Shown<'a>(pub &'a [u8]);
+
+impl Shown<'_> {
+    pub const MAX: usize = 160;
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Ok(text) = core::str::from_utf8(self.0) else { return f.write_str("<not UTF-8>") };
+        if text.len() <= Self::MAX {
+            return write!(f, "{text:?}");
+        }
+        let cut = (0..=Self::MAX).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        write!(f, "{:?}… ({} bytes)", &text[..cut], text.len())
+    }
 }
 
 /// A fixed-size text buffer of `N` bytes: formatting without allocating. Longer text is
@@ -309,6 +356,22 @@ impl<const N: usize> LineBuf<N> {
 
     pub fn clear(&mut self) {
         self.len = 0;
+    }
+
+    /// The text as one whole line: if it was cut before its newline, its last bytes give
+    /// way to `…` and the newline.
+    pub fn end_line(&mut self) -> &[u8] {
+        const CUT: &[u8] = "…\n".as_bytes();
+        if self.as_bytes().last() != Some(&b'\n') {
+            let mut keep = self.len.min(N.saturating_sub(CUT.len()));
+            // Cut at a character boundary: never in the middle of a UTF-8 sequence.
+            while keep > 0 && self.buf[keep] & 0xc0 == 0x80 {
+                keep -= 1;
+            }
+            self.len = keep;
+            self.push(CUT);
+        }
+        self.as_bytes()
     }
 
     /// Appends bytes (cut at the end of the buffer).
@@ -372,6 +435,27 @@ mod tests {
         line.push_u64(0).push(b" ").push_u64(u64::MAX).push(b" ").push_i64(-42).push(b" ");
         line.push_i64(i64::MIN).push(b" ").push_hex(0x7f12_3456_789a).push(b" ").push_hex(0);
         assert_eq!(line.as_bytes(), b"0 18446744073709551615 -42 -9223372036854775808 0x7f123456789a 0x0");
+    }
+
+    #[test]
+    fn a_cut_line_still_ends_with_a_newline() {
+        let mut line: LineBuf<16> = LineBuf::new();
+        let _ = writeln!(line, "0123456789abcdéfghij");
+        assert_eq!(line.end_line(), "0123456789ab…\n".as_bytes());
+        let mut line: LineBuf<16> = LineBuf::new();
+        let _ = writeln!(line, "0123456789aéxxxxxx");
+        assert_eq!(line.end_line(), "0123456789a…\n".as_bytes());
+        let mut short: LineBuf<16> = LineBuf::new();
+        let _ = writeln!(short, "whole");
+        assert_eq!(short.end_line(), b"whole\n");
+    }
+
+    #[test]
+    fn long_values_are_shown_shortened() {
+        let long = "x".repeat(1000);
+        let shown = format!("{}", Shown(long.as_bytes()));
+        assert_eq!(shown, format!("\"{}\"… (1000 bytes)", "x".repeat(Shown::MAX)));
+        assert_eq!(format!("{}", Shown(b"a\"b")), "\"a\\\"b\"");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::{observe, sys};
 /// Writes the load line when the command asked for one. Called by the constructor,
 /// after the settings and the observers are set up.
 pub fn announce() {
-    let Some(Ok(target)) = config::env(names::HANDSHAKE.cname).map(names::parse_handshake) else {
+    let Some(Ok(target)) = config::file_setting(&names::HANDSHAKE).map(names::parse_handshake) else {
         return;
     };
     if !is_the_pipe(target) {

@@ -38,15 +38,31 @@ impl Real {
     #[inline(never)]
     fn resolve(&self) -> *mut c_void {
         // SAFETY: RTLD_NEXT with NUL-terminated names is dlsym's and dlvsym's documented use.
-        let addr = unsafe {
-            match self.version {
-                None => libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()),
-                Some(version) => libc::dlvsym(libc::RTLD_NEXT, self.name.as_ptr(), version.as_ptr()),
-            }
+        let next = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
+        let addr = match self.version {
+            None => next,
+            // SAFETY: as above.
+            Some(version) => unsafe { libc::dlvsym(libc::RTLD_NEXT, self.name.as_ptr(), version.as_ptr()) },
         };
+        // A module after this library that defines the name without a version (a tool
+        // such as ThreadSanitizer's runtime) comes before glibc and takes references of
+        // every version, so that is what the caller would have reached without this
+        // library; `dlvsym` skips such definitions.
+        let addr =
+            if self.version.is_some() && !next.is_null() && !same_module(next, addr) { next } else { addr };
         self.addr.store(addr, Relaxed);
         addr
     }
+}
+
+/// Whether two addresses lie in the same loaded module (false when either is null).
+fn same_module(a: *mut c_void, b: *mut c_void) -> bool {
+    let base = |p: *mut c_void| {
+        // SAFETY: dladdr fills `info` from the loader's tables; any address may be asked.
+        let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+        (!p.is_null() && unsafe { libc::dladdr(p, &mut info) } != 0).then_some(info.dli_fbase)
+    };
+    matches!((base(a), base(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Declares forwarding functions: each calls glibc's function of the same name, or

@@ -345,11 +345,26 @@ pub struct FileId {
 
 /// The identity and size of the file behind `fd`.
 pub fn fstat(fd: c_int) -> Result<(FileId, u64), c_int> {
+    let st = stat_of(fd)?;
+    Ok((FileId { dev: st.st_dev, ino: st.st_ino }, st.st_size as u64))
+}
+
+/// Everything `fstat` says of the file behind `fd`.
+pub fn stat_of(fd: c_int) -> Result<libc::stat, c_int> {
     // SAFETY: an all-zero `stat` is valid; fstat fills it in.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     // SAFETY: fstat writes one `stat` we own.
     checked(unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) })?;
-    Ok((FileId { dev: st.st_dev, ino: st.st_ino }, st.st_size as u64))
+    Ok(st)
+}
+
+/// The magic number of the file system that holds the file behind `fd`.
+pub fn file_system_of(fd: c_int) -> Result<i64, c_int> {
+    // SAFETY: an all-zero `statfs` is valid; fstatfs fills it in.
+    let mut st: libc::statfs = unsafe { core::mem::zeroed() };
+    // SAFETY: fstatfs writes one `statfs` we own.
+    checked(unsafe { libc::syscall(libc::SYS_fstatfs, fd, &mut st) })?;
+    Ok(st.f_type as i64)
 }
 
 /// A duplicate of `fd` numbered `lowest` or above (close-on-exec), or `fd` itself when
@@ -362,51 +377,85 @@ pub fn dup_at_least(fd: c_int, lowest: c_int) -> c_int {
     }
 }
 
-/// Whether `path` can be appended to: an existing file writable by us, or a missing one
-/// in a directory where we may create it. Says nothing about free space.
-pub fn can_append(path: &core::ffi::CStr) -> bool {
-    // SAFETY: a NUL-terminated path.
-    let exists =
-        unsafe { libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, path.as_ptr(), libc::F_OK, 0) } == 0;
-    if exists {
-        // SAFETY: as above.
-        return unsafe { libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, path.as_ptr(), libc::W_OK, 0) }
-            == 0;
-    }
-    let bytes = path.to_bytes();
-    let mut dir = [0u8; 4096];
-    let parent = match bytes.iter().rposition(|&b| b == b'/') {
-        Some(0) => &b"/"[..],
-        Some(i) => &bytes[..i],
-        None => &b"."[..],
-    };
-    if parent.len() >= dir.len() {
-        return false;
-    }
-    dir[..parent.len()].copy_from_slice(parent);
-    // SAFETY: `dir` is NUL-terminated (zero-filled beyond the copied bytes).
-    unsafe {
-        libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, dir.as_ptr(), libc::W_OK | libc::X_OK, 0) == 0
-    }
-}
-
-/// Writes `bytes` to standard error, whole or not at all; never allocates.
+/// Writes `bytes` to standard error, whole or not at all; never allocates. A pipe whose
+/// reader is gone costs the line, not the program (see [`write_holding_sigpipe`]).
 pub fn write_stderr(bytes: &[u8]) {
-    write_fully(2, bytes);
+    let _ = write_fully(2, bytes, write_holding_sigpipe);
 }
 
-/// Writes all of `bytes`, retrying on `EINTR` and short writes. False if it failed.
-pub fn write_fully(fd: c_int, bytes: &[u8]) -> bool {
+/// Writes all of `bytes` with `write_once`, retrying on `EINTR` and short writes.
+#[inline(always)]
+pub fn write_fully(
+    fd: c_int,
+    bytes: &[u8],
+    write_once: impl Fn(c_int, &[u8]) -> Result<usize, c_int>,
+) -> Result<(), c_int> {
     let mut rest = bytes;
     while !rest.is_empty() {
-        match write(fd, rest) {
-            Ok(0) => return false,
+        match write_once(fd, rest) {
+            Ok(0) => return Err(libc::EIO),
             Ok(n) => rest = &rest[n..],
             Err(libc::EINTR) => {}
-            Err(_) => return false,
+            Err(e) => return Err(e),
         }
     }
-    true
+    Ok(())
+}
+
+/// One `write` to a pipe or FIFO, with `SIGPIPE` held back: when the reader has gone the
+/// write fails with `EPIPE`, and the signal the kernel raises for it is taken back, so it
+/// neither ends the program nor reaches its handler. The program's signal mask and
+/// dispositions are as they were afterwards, and a `SIGPIPE` of its own that was pending
+/// before stays pending.
+#[inline(always)]
+pub fn write_holding_sigpipe(fd: c_int, bytes: &[u8]) -> Result<usize, c_int> {
+    let sigpipe: SigSet = 1 << (libc::SIGPIPE - 1);
+    let mut old: SigSet = 0;
+    // SAFETY: both sets are live 8-byte values, the size the kernel expects.
+    unsafe { libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_BLOCK, &sigpipe, &mut old, 8usize) };
+    // A SIGPIPE can be pending before the write only if the program blocks it (else it
+    // would have been delivered): only then can one be the program's own.
+    let own_pending = old & sigpipe != 0 && pending_signals() & sigpipe != 0;
+    let result = write(fd, bytes);
+    if result == Err(libc::EPIPE) && !own_pending {
+        let zero = timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: waits for nothing (a zero timeout) on a live 8-byte set; takes the
+        // pending SIGPIPE our write raised, if any.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigtimedwait,
+                &sigpipe,
+                ptr::null_mut::<libc::siginfo_t>(),
+                &zero,
+                8usize,
+            )
+        };
+    }
+    set_signal_mask(old);
+    result
+}
+
+/// One `send` on a socket that never blocks and never raises `SIGPIPE`.
+pub fn send_nowait(fd: c_int, bytes: &[u8]) -> Result<usize, c_int> {
+    // SAFETY: sends from a live buffer of the given length; no address.
+    checked(unsafe {
+        libc::syscall(
+            libc::SYS_sendto,
+            fd,
+            bytes.as_ptr(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            ptr::null::<libc::sockaddr>(),
+            0usize,
+        )
+    })
+}
+
+/// True in a secure-execution process (setuid, setgid, or raised capabilities): the
+/// environment then comes from a less privileged user, as `AT_SECURE` tells.
+pub fn secure_execution() -> bool {
+    // SAFETY: getauxval reads the auxiliary vector the kernel gave the process.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
 }
 
 // ---------------------------------------------------------------------------------

@@ -6,8 +6,8 @@
 //! friends itself. A preloaded library that serves the locks comes first and hides them,
 //! and the tool then reports thousands of races that are not there. So when one of them
 //! is in the process, this library steps aside: every call goes on to the next
-//! definition (the tool's, which calls glibc's), statistics and tracing stay off, and one
-//! line on standard error says why. (AddressSanitizer refuses to run when another
+//! definition (the tool's, which calls glibc's), the condition-variable waits included
+//! (`cond`), statistics and tracing stay off, and one line on standard error says why. (AddressSanitizer refuses to run when another
 //! library is preloaded before its runtime, and says so itself.)
 
 use core::ffi::{c_char, c_int, c_void, CStr};

@@ -14,6 +14,10 @@
 //! * no trace file for forked children that never lock, whole lines on a full disk, no
 //!   residue of a killed process in a shared mutex;
 //! * Valgrind's helgrind and drd, ThreadSanitizer: the library steps aside.
+//! * trace and statistics files that are pipes or FIFOs never stop the program; files no
+//!   report could reach are refused at load; warnings stay whole lines;
+//! * a setuid program ignores the settings that name files, and the statistics file is
+//!   the one opened at load even if its path is replaced by a link.
 
 mod common;
 
@@ -296,8 +300,297 @@ fn statistics_file_in_a_missing_directory_is_reported() {
     assert!(o.stderr.contains("lock statistics"), "the report should go to stderr instead:\n{}", o.stderr);
 }
 
+/// A statistics file no report could reach is refused at load with one line, and the
+/// report goes to standard error.
+fn statistics_file_that_takes_no_report_is_refused() {
+    let dir = scratch();
+    for (file, why) in [
+        (dir.path().to_str().expect("utf-8 path"), "a directory"),
+        ("/dev/full", "/dev/full"),
+        ("/proc/self/status", "/proc"),
+        ("/proc/version", "/proc"),
+    ] {
+        let o = one_warning("SPINMUTEX_STATS_FILE", file, &[("SPINMUTEX_STATS", "1")]);
+        assert!(o.stderr.contains(why), "{file}: the line should say why:\n{}", o.stderr);
+        assert!(o.stderr.contains("lock statistics"), "{file}: no report on stderr:\n{}", o.stderr);
+    }
+}
+
+/// A warning about a very long value is still one whole line: the value is shortened,
+/// with an ellipsis and its length.
+fn warnings_for_long_values_are_whole_lines() {
+    for (var, value) in [
+        ("SPINMUTEX_SPIN_LIMIT", "9".repeat(1000)),
+        ("SPINMUTEX_STATS_FILE", format!("/nonexistent/{}", "d".repeat(3000))),
+    ] {
+        let mut cmd = preloaded(c_test("hello_contended"), Some("spin"));
+        cmd.env(var, &value).env("SPINMUTEX_STATS", "1");
+        let o = run_bounded(cmd, LIMIT);
+        assert!(o.success(), "{}", describe(var, &o));
+        assert!(o.stderr.ends_with('\n'), "{var}: stderr does not end with a newline:\n{}", o.stderr);
+        let warning: Vec<&str> = o.stderr.lines().filter(|l| l.contains(var)).collect();
+        assert_eq!(warning.len(), 1, "{var}: expected one warning:\n{}", o.stderr);
+        assert!(warning[0].len() < 512, "{var}: the warning is {} bytes long", warning[0].len());
+        let shown = format!("… ({} bytes)", value.len());
+        assert!(warning[0].contains(&shown), "{var}: the value is not shown shortened: {}", warning[0]);
+        assert!(o.stderr.contains("lock statistics for pid"), "{var}: the report is missing:\n{}", o.stderr);
+    }
+}
+
 // ---------------------------------------------------------------------------------
-// 7. Residue.
+// 7. Output that cannot stop the program.
+
+/// What becomes of the reading end of the program's standard output.
+#[derive(Clone, Copy, Debug)]
+enum Reader {
+    /// Reads `n` bytes, then holds the pipe open and never reads again.
+    Stalls(usize),
+    /// Reads `n` bytes, then closes the pipe (`head -c n`).
+    Leaves(usize),
+}
+
+/// Runs `cmd` with its standard output a pipe read as `reader` says; waits up to `limit`.
+fn run_with_reader(mut cmd: std::process::Command, reader: Reader, limit: Duration) -> Outcome {
+    use std::io::Read;
+    use std::process::Stdio;
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let errors = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let n = match reader {
+        Reader::Stalls(n) | Reader::Leaves(n) => n,
+    };
+    let mut first = vec![0u8; n];
+    let _ = out.read_exact(&mut first);
+    let held = match reader {
+        Reader::Stalls(_) => Some(out),
+        Reader::Leaves(_) => {
+            drop(out);
+            None
+        }
+    };
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(held);
+    Outcome {
+        status,
+        stdout: String::new(),
+        stderr: errors.join().expect("stderr reader"),
+        timed_out: status.is_none(),
+    }
+}
+
+/// A trace file that is a pipe whose reader stops reading, or goes away (`/dev/stdout`
+/// into `head -c 1000`, `>(head -c 1000)`), costs trace events, never the program's
+/// progress or its exit status; the dropped events are counted on standard error.
+fn trace_into_a_pipe_never_stops_the_program() {
+    for reader in [Reader::Stalls(1000), Reader::Leaves(1000)] {
+        for strategy in ["spin", "glibc"] {
+            let mut cmd = preloaded(c_test("mutex_exclusion"), Some(strategy));
+            cmd.env("SPINMUTEX_TRACE", "trace").env("SPINMUTEX_TRACE_FILE", "/dev/stdout");
+            let o = run_with_reader(cmd, reader, LIMIT);
+            let what = format!("mutex_exclusion tracing into a pipe whose reader {reader:?}, {strategy}");
+            assert!(o.success(), "{}", describe(&what, &o));
+            assert!(o.stderr.contains("trace events were dropped"), "{}", describe(&what, &o));
+        }
+    }
+}
+
+/// Tracing to standard error (the default) that is a pipe whose reader stops reading:
+/// the library writes through a non-blocking description of its own, so the program
+/// ends in its usual time, whatever the pipe holds.
+fn trace_into_standard_error_never_stops_the_program() {
+    use std::io::Read;
+    let (mut reader, writer) = std::io::pipe().expect("pipe");
+    let mut cmd = preloaded(c_test("mutex_exclusion"), Some("spin"));
+    cmd.env("SPINMUTEX_TRACE", "trace").stdin(std::process::Stdio::null());
+    cmd.stdout(std::process::Stdio::null()).stderr(writer);
+    let mut child = cmd.spawn().expect("spawn mutex_exclusion");
+    drop(cmd); // our copy of the pipe's writing end
+    let mut first = [0u8; 1000];
+    reader.read_exact(&mut first).expect("the first trace lines");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break Some(status);
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(reader);
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "mutex_exclusion tracing into a stalled stderr pipe: {status:?}"
+    );
+}
+
+/// A FIFO with no reader as the trace file: the program starts and ends as usual; one
+/// line says so, and the events are counted dropped.
+fn trace_into_a_fifo_without_reader_never_stops_the_program() {
+    let dir = scratch();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("run mkfifo");
+    assert!(made.success(), "mkfifo failed");
+    let mut cmd = preloaded(c_test("hello_contended"), Some("spin"));
+    cmd.env("SPINMUTEX_TRACE", "trace").env("SPINMUTEX_TRACE_FILE", &fifo);
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe("trace into a FIFO with no reader", &o));
+    assert!(o.stderr.contains("FIFO with no reader"), "{}", describe("trace into a FIFO", &o));
+    assert!(o.stderr.contains("trace events were dropped"), "{}", describe("trace into a FIFO", &o));
+    // The same FIFO as the statistics file: refused at load, the report on stderr.
+    let mut cmd = preloaded(c_test("hello_contended"), Some("spin"));
+    cmd.env("SPINMUTEX_STATS", "1").env("SPINMUTEX_STATS_FILE", &fifo);
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe("statistics into a FIFO with no reader", &o));
+    assert!(o.stderr.contains("FIFO with no reader"), "{}", describe("statistics into a FIFO", &o));
+    assert!(o.stderr.contains("lock statistics for pid"), "{}", describe("statistics into a FIFO", &o));
+}
+
+/// A statistics file that is a pipe whose reader went away before the exit report: the
+/// program exits as it would (no SIGPIPE), and the report goes to standard error after a
+/// line that says why.
+fn statistics_into_a_pipe_whose_reader_left() {
+    let mut cmd = preloaded(c_test("mutex_exclusion"), Some("spin"));
+    cmd.env("SPINMUTEX_STATS", "1").env("SPINMUTEX_STATS_FILE", "/dev/stdout");
+    let o = run_with_reader(cmd, Reader::Leaves(0), LIMIT);
+    assert!(o.success(), "{}", describe("statistics into a closed pipe", &o));
+    assert!(o.stderr.contains("its reader went away"), "{}", describe("statistics into a closed pipe", &o));
+    assert!(
+        o.stderr.contains("lock statistics for pid"),
+        "{}",
+        describe("statistics into a closed pipe", &o)
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// 8. Files named by a less privileged user.
+
+/// The statistics file is the one opened at load: a path replaced by a symbolic link
+/// before exit does not redirect the report.
+fn statistics_file_is_the_one_opened_at_load() {
+    let dir = scratch();
+    let (file, target) = (dir.path().join("report"), dir.path().join("elsewhere"));
+    std::fs::write(&file, "").expect("create the statistics file");
+    let mut cmd = preloaded(c_test("stats_swap"), Some("spin"));
+    cmd.arg(&file).arg(&target).env("SPINMUTEX_STATS", "1").env("SPINMUTEX_STATS_FILE", &file);
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe("stats_swap", &o));
+    assert!(!target.exists(), "the report followed the link to {}", target.display());
+    let kept = std::fs::read_to_string(dir.path().join("report.old")).expect("read the file opened at load");
+    assert!(kept.contains("lock statistics for pid"), "no report in the file opened at load:\n{kept}");
+    // The program also closed the library's descriptor: the report goes to standard
+    // error, after a line that says why, and still not through the link.
+    std::fs::remove_file(&file).expect("remove the link");
+    std::fs::write(&file, "").expect("create the statistics file");
+    let mut cmd = preloaded(c_test("stats_swap"), Some("spin"));
+    cmd.arg(&file).arg(&target).arg("close").env("SPINMUTEX_STATS", "1").env("SPINMUTEX_STATS_FILE", &file);
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe("stats_swap close", &o));
+    assert!(!target.exists(), "the report followed the link to {}", target.display());
+    assert!(o.stderr.contains("leads elsewhere"), "{}", describe("stats_swap close", &o));
+    assert!(o.stderr.contains("lock statistics for pid"), "{}", describe("stats_swap close", &o));
+}
+
+/// A daemon that closes every descriptor above 2 still gets its report in the statistics
+/// file: the path is opened again, and found to be the same file.
+fn statistics_file_survives_a_daemon_closing_descriptors() {
+    let dir = scratch();
+    let (file, data) = (dir.path().join("stats.txt"), dir.path().join("data"));
+    let mut cmd = preloaded(c_test("fd_hygiene"), Some("spin"));
+    cmd.arg("daemon").arg(&data).env("SPINMUTEX_STATS", "1").env("SPINMUTEX_STATS_FILE", &file);
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe("fd_hygiene daemon", &o));
+    let text = std::fs::read_to_string(&file).expect("read the statistics file");
+    assert!(text.contains("lock statistics for pid"), "no report in the file:\n{text}\n{}", o.stderr);
+    assert!(!o.stderr.contains("lock statistics"), "a report went to stderr:\n{}", o.stderr);
+}
+
+/// A setuid-root program (linked with the library by RUNPATH) run by `nobody`: the
+/// settings that name files are ignored, with one line saying so; nothing is created in
+/// a root-only directory; reports and traces go to standard error; the program works.
+fn setuid_program_ignores_settings_that_name_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let root = dir.path();
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).expect("chmod scratch");
+    // A setuid copy of `id` tells whether this file system honours the setuid bit (a
+    // `nosuid` mount does not): without it there is nothing to test here.
+    let id = root.join("id");
+    std::fs::copy("/usr/bin/id", &id).expect("copy id");
+    std::fs::set_permissions(&id, std::fs::Permissions::from_mode(0o4755)).expect("chmod u+s id");
+    let probe = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(&id)
+        .output()
+        .expect("run setpriv");
+    if !String::from_utf8_lossy(&probe.stdout).contains("euid=0") {
+        eprintln!("skipped: a setuid program does not run setuid in {} (nosuid?)", root.display());
+        return;
+    }
+    let lib_dir = root.join("lib");
+    std::fs::create_dir(&lib_dir).expect("mkdir lib");
+    std::fs::copy(common::lib_path(), lib_dir.join("libspinmutex.so")).expect("copy the library");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("c-tests/hello_contended.c");
+    let program = root.join("hello_setuid");
+    let built = std::process::Command::new("cc")
+        .args(["-O2", "-pthread", "-I"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("c-tests"))
+        .arg("-o")
+        .arg(&program)
+        .arg(&source)
+        .arg("-Wl,--no-as-needed")
+        .arg(format!("-L{}", lib_dir.display()))
+        .arg("-lspinmutex")
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .status()
+        .expect("run cc");
+    assert!(built.success(), "building the setuid program failed");
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o4755)).expect("chmod u+s");
+    let secret = root.join("secret");
+    std::fs::create_dir(&secret).expect("mkdir secret");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o700)).expect("chmod secret");
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"]).arg(&program);
+    cmd.env_remove("LD_PRELOAD")
+        .env("SPINMUTEX_STATS", "1")
+        .env("SPINMUTEX_STATS_FILE", secret.join("stats"))
+        .env("SPINMUTEX_TRACE", "debug")
+        .env("SPINMUTEX_TRACE_FILE", secret.join("trace"))
+        .env("SPINMUTEX_HANDSHAKE", "fd=1,dev=0,ino=0");
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success(), "{}", describe("setuid hello_contended", &o));
+    let left: Vec<_> =
+        std::fs::read_dir(&secret).expect("read secret").map(|e| e.expect("entry").file_name()).collect();
+    assert!(left.is_empty(), "files created in the root-only directory: {left:?}\n{}", o.stderr);
+    let notes: Vec<&str> = o.stderr.lines().filter(|l| l.contains("secure execution")).collect();
+    assert_eq!(notes.len(), 1, "expected one line about secure execution:\n{}", o.stderr);
+    for name in ["SPINMUTEX_STATS_FILE", "SPINMUTEX_TRACE_FILE", "SPINMUTEX_HANDSHAKE"] {
+        assert!(notes[0].contains(name), "the line does not name {name}: {}", notes[0]);
+    }
+    assert!(o.stderr.contains("lock statistics for pid"), "no report on stderr:\n{}", o.stderr);
+}
+
+// ---------------------------------------------------------------------------------
+// 9. Residue.
 
 /// A waiter killed in its sleep on a process-shared mutex leaves nothing behind in it.
 fn killed_waiter_leaves_no_residue_in_a_shared_mutex() {
@@ -305,7 +598,7 @@ fn killed_waiter_leaves_no_residue_in_a_shared_mutex() {
 }
 
 // ---------------------------------------------------------------------------------
-// 8. Tools that watch locks.
+// 10. Tools that watch locks.
 
 /// Under helgrind and drd a correct program has no errors with the library preloaded,
 /// and the library says once that it steps aside.
@@ -343,6 +636,41 @@ fn thread_sanitizer_sees_the_locks() {
     }
 }
 
+/// A ThreadSanitizer program's condition-variable waits and signals reach one
+/// implementation (the runtime's, then glibc's current one) with the library preloaded:
+/// its unversioned reference to `pthread_cond_wait` binds to the library's wrapper,
+/// which hands the wait to the runtime's definition, as the reference would have
+/// without the library. Ten runs per strategy: when the wait went to glibc's old
+/// condition variable instead, runs hung, and the runtime saw a double lock in all.
+fn thread_sanitizer_sees_condition_variable_waits() {
+    let program = c_test("tsan_condvar");
+    for strategy in STRATEGIES {
+        for run in 0..10 {
+            let mut cmd = preloaded(&program, Some(strategy));
+            cmd.env("TSAN_OPTIONS", "exitcode=66");
+            let o = run_bounded(cmd, Duration::from_secs(30));
+            let what = format!("tsan_condvar under {strategy}, run {run}");
+            assert!(o.success(), "{}", describe(&what, &o));
+            assert!(!o.stderr.contains("WARNING: ThreadSanitizer"), "{}", describe(&what, &o));
+        }
+    }
+}
+
+/// helgrind and drd see the waits of a condition-variable program with the library
+/// preloaded: no errors, and the program finishes. (drd's own preload calls the
+/// condition-variable functions without versions, and gets glibc's old ones for all of
+/// them only if an unversioned wait binds as glibc would bind it.)
+fn valgrind_lock_checkers_see_condition_variable_waits() {
+    for tool in ["helgrind", "drd"] {
+        let mut cmd = preloaded("valgrind", Some("spin"));
+        cmd.args([&format!("--tool={tool}"), "--error-exitcode=99", "-q"])
+            .arg(c_test("cond_small"))
+            .arg("500");
+        let o = run_bounded(cmd, Duration::from_secs(180));
+        assert!(o.success(), "{}", describe(&format!("cond_small under {tool}"), &o));
+    }
+}
+
 /// AddressSanitizer refuses to run behind a preload, and says so; the library must not
 /// crash first.
 fn address_sanitizer_refuses_clearly() {
@@ -374,8 +702,29 @@ fn main() -> std::process::ExitCode {
         lock_path_and_report_handler_fit_in_a_small_stack,
         report_signal_refuses_signals_programs_rely_on,
         statistics_file_in_a_missing_directory_is_reported,
+        statistics_file_that_takes_no_report_is_refused,
+        warnings_for_long_values_are_whole_lines,
+        trace_into_a_pipe_never_stops_the_program,
+        trace_into_standard_error_never_stops_the_program,
+        trace_into_a_fifo_without_reader_never_stops_the_program,
+        statistics_into_a_pipe_whose_reader_left,
+        statistics_file_is_the_one_opened_at_load,
+        statistics_file_survives_a_daemon_closing_descriptors,
         killed_waiter_leaves_no_residue_in_a_shared_mutex,
     );
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        suite.needs(
+            "setuid_program_ignores_settings_that_name_files",
+            &[Need::Program("setpriv", "util-linux")],
+            setuid_program_ignores_settings_that_name_files,
+        );
+    } else {
+        suite.skip(
+            "setuid_program_ignores_settings_that_name_files",
+            "not run as root (a setuid-root copy is needed)",
+        );
+    }
     suite.needs(
         "valgrind_lock_checkers_see_the_locks",
         &[Need::Program("valgrind", "valgrind")],
@@ -385,6 +734,16 @@ fn main() -> std::process::ExitCode {
         "thread_sanitizer_sees_the_locks",
         &[Need::Built(c_test("tsan_counter"), "the ThreadSanitizer runtime (package libtsan2)")],
         thread_sanitizer_sees_the_locks,
+    );
+    suite.needs(
+        "thread_sanitizer_sees_condition_variable_waits",
+        &[Need::Built(c_test("tsan_condvar"), "the ThreadSanitizer runtime (package libtsan2)")],
+        thread_sanitizer_sees_condition_variable_waits,
+    );
+    suite.needs(
+        "valgrind_lock_checkers_see_condition_variable_waits",
+        &[Need::Program("valgrind", "valgrind")],
+        valgrind_lock_checkers_see_condition_variable_waits,
     );
     suite.needs(
         "address_sanitizer_refuses_clearly",

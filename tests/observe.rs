@@ -252,6 +252,35 @@ fn destroyed_mutexes_are_kept_in_their_class() {
     }
 }
 
+/// Two plugins loaded and unloaded in turn, the second where the first was (so their
+/// mutexes are made from the same addresses): two classes, one per plugin, since a class
+/// is a place in a module, not an address.
+fn modules_loaded_at_one_address_keep_their_own_classes() {
+    let dir = scratch();
+    let file = dir.path().join("stats.json");
+    let plugins = [c_test("class_plugin_a"), c_test("class_plugin_b")];
+    let args: Vec<&str> = plugins.iter().map(|p| p.to_str().expect("utf-8 path")).collect();
+    let out = run(
+        "class_reload",
+        &args,
+        "spin",
+        &[("SPINMUTEX_STATS", "json"), ("SPINMUTEX_STATS_FILE", file.to_str().unwrap())],
+    );
+    if out.stdout.trim() != "same address" {
+        eprintln!(
+            "note: the second plugin was mapped elsewhere ({}); the check is weaker",
+            out.stdout.trim()
+        );
+    }
+    let report = json_report(&file);
+    assert_rows_add_up(&report);
+    let classes = report["classes"].as_array().unwrap();
+    assert_eq!(classes.len(), 2, "one class per plugin expected: {report:#}");
+    for class in classes {
+        assert_eq!(class["mutexes"], 1, "{class:#}");
+    }
+}
+
 /// Time spent waiting on a condition variable is not time the mutex is held.
 fn hold_time_leaves_out_condition_variable_waits() {
     let dir = scratch();
@@ -518,6 +547,7 @@ fn main() -> std::process::ExitCode {
         report_lists_the_hot_class_first_with_its_call_site,
         json_report_parses_and_adds_up,
         destroyed_mutexes_are_kept_in_their_class,
+        modules_loaded_at_one_address_keep_their_own_classes,
         hold_time_leaves_out_condition_variable_waits,
         json_report_is_valid_for_any_module_name,
         a_process_that_never_locked_prints_no_report,

@@ -74,6 +74,48 @@ pub fn capture() -> [usize; FRAMES] {
     frames
 }
 
+/// What a frame stands for, as a number for a class's key: its module's path and its
+/// offset there, hashed. An address alone is not enough: a module unloaded with
+/// `dlclose` leaves its addresses to the next module mapped there, whose locks would
+/// then share the first one's classes. (The same file loaded again, wherever it lands,
+/// gets its classes back, since its call sites are the same code.) Where glibc has no
+/// `_dl_find_object` (before 2.35) the address stands for itself: `dladdr`, the other
+/// way to learn the module, takes the loader's lock, which a lock path must not.
+pub fn identity(pc: usize) -> u64 {
+    // A frame of the calling thread's stack lies in a loaded module.
+    let Some(map) = link_map_of(pc) else { return pc as u64 };
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    if !map.l_name.is_null() {
+        // SAFETY: a NUL-terminated name owned by the loader (see above).
+        for &b in unsafe { CStr::from_ptr(map.l_name) }.to_bytes() {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    (hash ^ pc.wrapping_sub(map.l_addr) as u64).wrapping_mul(0x100_0000_01b3)
+}
+
+/// The link map of the module `pc` lies in, by `_dl_find_object`; None where glibc lacks
+/// it or no module holds `pc`. Valid while that module stays loaded. Inlined: the record
+/// it fills is on the stack of a signal handler's report only once.
+#[inline(always)]
+fn link_map_of(pc: usize) -> Option<&'static LinkMap> {
+    let find = FIND_OBJECT.load(Relaxed);
+    if find.is_null() {
+        return None;
+    }
+    // SAFETY: `_dl_find_object(void *, struct dl_find_object *)`, glibc 2.35+.
+    let find: unsafe extern "C" fn(*mut c_void, *mut DlFindObject) -> c_int =
+        unsafe { core::mem::transmute(find) };
+    // SAFETY: a zeroed result is valid for the callee to fill.
+    let mut found: DlFindObject = unsafe { core::mem::zeroed() };
+    // SAFETY: any address may be asked about; the result is ours.
+    if unsafe { find(pc as *mut c_void, &mut found) } != 0 || found.link_map.is_null() {
+        return None;
+    }
+    // SAFETY: the loader's link map stays valid while the module is loaded.
+    Some(unsafe { &*found.link_map })
+}
+
 /// A frame told as the module it lies in and its offset there (the address a tool such
 /// as addr2line takes for that file).
 pub struct Location {
@@ -105,19 +147,8 @@ struct DlFindObject {
 /// Where `pc` (a return address) lies. `signal_safe`: only `_dl_find_object`, never
 /// `dladdr` (which takes the loader's lock).
 pub fn locate(pc: usize, signal_safe: bool) -> Option<Location> {
-    let find = FIND_OBJECT.load(Relaxed);
-    let (base, name) = if !find.is_null() {
-        // SAFETY: `_dl_find_object(void *, struct dl_find_object *)`, glibc 2.35+.
-        let find: unsafe extern "C" fn(*mut c_void, *mut DlFindObject) -> c_int =
-            unsafe { core::mem::transmute(find) };
-        // SAFETY: a zeroed result is valid for the callee to fill.
-        let mut found: DlFindObject = unsafe { core::mem::zeroed() };
-        // SAFETY: any address may be asked about; the result is ours.
-        if unsafe { find(pc as *mut c_void, &mut found) } != 0 || found.link_map.is_null() {
-            return None;
-        }
-        // SAFETY: the loader's link map stays valid while the module is loaded.
-        let map = unsafe { &*found.link_map };
+    let (base, name) = if !FIND_OBJECT.load(Relaxed).is_null() {
+        let map = link_map_of(pc)?;
         (map.l_addr, map.l_name)
     } else if !signal_safe {
         // SAFETY: dladdr fills `info` from the loader's tables.

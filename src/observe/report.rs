@@ -20,6 +20,16 @@
 //! descriptor by raw `write(2)`, and numbers are formatted by hand: the on-demand report
 //! runs inside a signal handler, on whatever stack the interrupted thread has, so it
 //! allocates nothing, takes no lock and uses well under 1 KiB of that stack.
+//!
+//! SPINMUTEX_STATS_FILE is opened once, at load, and kept (see `output`). It is opened
+//! by name again only if the program closed that descriptor (a daemon closes them all),
+//! and then used only if it is the very file opened at load: a path replaced meanwhile
+//! (by a symbolic link, say) changes nothing. (So no `O_NOFOLLOW`: `/dev/stderr` is a
+//! link, and a fine place for a report. In a privileged process the setting is ignored
+//! altogether, see `config::file_setting`.) A file no report could reach (a directory,
+//! `/dev/full`, a `/proc` or `/sys` file, a FIFO with no reader) is refused at load with
+//! one line on standard error, and reports go there instead. A report the file refuses at exit (a full disk, a reader
+//! gone) goes to standard error too, after a line that says why.
 
 use core::cmp::Reverse;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -27,10 +37,10 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
 use std::ffi::CString;
 use std::sync::OnceLock;
 
-use spinmutex_names::{self as names, Invalid, Stats};
+use spinmutex_names::{self as names, Stats};
 
 use super::callsite;
-use super::output;
+use super::output::{self, OwnFd, Target};
 use super::table::{self, Class, Figures, Instance, Lock, Split, Sum};
 use crate::config;
 use crate::mutex::kind;
@@ -43,7 +53,9 @@ static TOP: AtomicUsize = AtomicUsize::new(names::DEFAULT_STATS_TOP);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Held while a report is written (its scratch sums are shared).
 static WRITING: AtomicBool = AtomicBool::new(false);
-/// SPINMUTEX_STATS_FILE.
+/// SPINMUTEX_STATS_FILE, opened at load.
+static FILE: OwnFd = OwnFd::new();
+/// Its path, once it was opened at load.
 static PATH: OnceLock<CString> = OnceLock::new();
 
 /// Reads the report settings and installs the signal handler.
@@ -54,16 +66,19 @@ pub fn init() {
         config::read(&names::STATS_TOP, names::parse_stats_top, names::DEFAULT_STATS_TOP, true),
         Relaxed,
     );
-    match config::env(names::STATS_FILE.cname) {
+    match config::file_setting(&names::STATS_FILE) {
         None => output::keep_stderr(),
-        Some(path) => match names::parse_stats_file(path).ok().and_then(|p| CString::new(p).ok()) {
-            // A file that cannot be created or appended to is reported now, not lost at
-            // exit.
-            Some(p) if crate::sys::can_append(&p) => {
-                let _ = PATH.set(p);
+        Some(value) => match open_file(value) {
+            Ok(path) => {
+                let _ = PATH.set(path);
             }
-            _ => {
-                config::warn_invalid(Invalid(&names::STATS_FILE), path);
+            // A file no report can reach is said now, not found empty after exit.
+            Err(why) => {
+                config::note(format_args!(
+                    "{}={} cannot take the report ({why}); reports go to standard error",
+                    names::STATS_FILE.name,
+                    config::Shown(value)
+                ));
                 output::keep_stderr();
             }
         },
@@ -72,6 +87,44 @@ pub fn init() {
         config::read(&names::STATS_SIGNAL, names::parse_stats_signal, names::DEFAULT_STATS_SIGNAL, true);
     if signal != 0 {
         install_handler(signal);
+    }
+}
+
+/// Opens SPINMUTEX_STATS_FILE's `value` for good, or says why no report could reach it.
+fn open_file(value: &[u8]) -> Result<CString, &'static str> {
+    let path = names::parse_stats_file(value).ok().and_then(|p| CString::new(p).ok()).ok_or("not a path")?;
+    let fd = output::open_append(&path).map_err(|e| match e {
+        libc::ENOENT => "no such directory",
+        libc::EISDIR => "a directory",
+        libc::ENXIO => "a FIFO with no reader, or a socket",
+        libc::EACCES | libc::EPERM => "permission denied",
+        libc::EROFS => "a read-only file system",
+        _ => "it cannot be opened for writing",
+    })?;
+    let refused = refuse(fd);
+    if refused.is_some() {
+        crate::sys::close(fd);
+    }
+    match refused {
+        Some(why) => Err(why),
+        None => FILE.adopt(fd).map(|_| path).ok_or("it cannot be kept open"),
+    }
+}
+
+/// Why an open file cannot take a report, if it cannot: `/dev/full` fails every write,
+/// and `/proc` and `/sys` files are settings or views of the kernel, which take no
+/// report (and fail or change something if written).
+fn refuse(fd: i32) -> Option<&'static str> {
+    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+    const SYSFS_MAGIC: i64 = 0x6265_6572;
+    let st = crate::sys::stat_of(fd).ok()?;
+    let (major, minor) = (libc::major(st.st_rdev), libc::minor(st.st_rdev));
+    if st.st_mode & libc::S_IFMT == libc::S_IFCHR && (major, minor) == (1, 7) {
+        return Some("/dev/full, where every write fails");
+    }
+    match crate::sys::file_system_of(fd) {
+        Ok(PROC_SUPER_MAGIC | SYSFS_MAGIC) => Some("a /proc or /sys file"),
+        _ => None,
     }
 }
 
@@ -121,36 +174,67 @@ pub fn print(when: When) {
     let model = unsafe { &mut *MODEL.0.get() };
     model.build();
     if when == When::OnSignal || model.totals.acquisitions > 0 {
-        if let Some((fd, opened)) = destination() {
-            write_report(fd, model, when);
-            if opened {
-                crate::sys::close(fd);
-            }
-        }
+        write_where_it_can(model, when);
     }
     WRITING.store(false, Release);
 }
 
-/// Where the report goes, and whether the descriptor was opened for it.
+/// Writes the report to the statistics file, or to standard error when there is none,
+/// when the program closed its descriptor and the path no longer leads to the same file,
+/// or when it refused the report; in those last two cases after a line that says so.
 #[inline(never)]
-fn destination() -> Option<(i32, bool)> {
-    match PATH.get() {
-        Some(path) => output::open_append(path).map(|fd| (fd, true)),
-        None => output::stderr().map(|fd| (fd, false)),
+fn write_where_it_can(model: &Model, when: When) {
+    let Some(path) = PATH.get() else {
+        if let Some(target) = output::stderr() {
+            let _ = write_report(target, model, when);
+        }
+        return;
+    };
+    let why = match FILE.reopen_same(path) {
+        None => "the program closed its descriptor, and its path leads elsewhere now",
+        Some(target) => match write_report(target, model, when) {
+            Ok(()) => return,
+            Err(libc::ENOSPC | libc::EDQUOT | libc::EFBIG) => "the file system is full",
+            Err(libc::EPIPE) => "its reader went away",
+            Err(libc::EAGAIN) => "its pipe is full",
+            Err(_) => "a write failed",
+        },
+    };
+    report_on_stderr_instead(why, model, when);
+}
+
+/// Says why the report is not in the statistics file, then writes it to standard error.
+/// Out of line: its line buffer is not on the (signal handler's) stack while the report
+/// is rendered to the file.
+#[cold]
+#[inline(never)]
+fn report_on_stderr_instead(why: &str, model: &Model, when: When) {
+    let mut line: config::LineBuf<160> = config::LineBuf::new();
+    line.push(b"spinmutex: the statistics file could not take the report (").push(why.as_bytes());
+    line.push(b"); here it is\n");
+    output::write_stderr(line.end_line());
+    if let Some(target) = output::stderr() {
+        let _ = write_report(target, model, when);
     }
 }
 
+/// Renders the report to `target`; the first write error, if any (the rest of the
+/// report is then not written).
 #[inline(never)]
-fn write_report(fd: i32, model: &Model, when: When) {
+fn write_report(target: Target, model: &Model, when: When) -> Result<(), i32> {
     // SAFETY: the report lock (WRITING) is held by our caller.
     let buf = unsafe { &mut *BUFFER.0.get() };
-    let mut out = Out { fd, buf, len: 0 };
+    let mut out = Out { target, buf, len: 0, error: 0 };
     if JSON.load(Relaxed) {
         model.render(&mut Json { out: &mut out, when, first_instance: true });
     } else {
         model.render(&mut Text { out: &mut out, when });
     }
     out.flush();
+    match out.error {
+        0 => Ok(()),
+        e => Err(e),
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -722,9 +806,12 @@ impl Render for Json<'_> {
 // Output: a small static buffer, numbers by hand.
 
 struct Out {
-    fd: i32,
+    target: Target,
     buf: &'static mut [u8; 256],
     len: usize,
+    /// The error of the first write that failed (0: none): nothing more is written after
+    /// it.
+    error: i32,
 }
 
 /// The output buffer: a static, like the model, so that it takes no room on the stack of
@@ -737,7 +824,9 @@ static BUFFER: BufferCell = BufferCell(core::cell::UnsafeCell::new([0; 256]));
 
 impl Out {
     fn flush(&mut self) {
-        crate::sys::write_fully(self.fd, &self.buf[..self.len]);
+        if self.error == 0 {
+            self.error = self.target.write_all(&self.buf[..self.len]).err().unwrap_or(0);
+        }
         self.len = 0;
     }
 

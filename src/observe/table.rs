@@ -4,7 +4,9 @@
 //! grown, never `malloc`ed), with open addressing and no locks:
 //!
 //! * **instances**, keyed by a lock's address: the counters of one live mutex or rwlock;
-//! * **classes**, keyed by a hash of a call stack (and the lock type): every lock
+//! * **classes**, keyed by a hash of a call stack (each frame by its module's path and
+//!   offset, so that a module mapped where an unloaded one was gets classes of its own,
+//!   and the lock type): every lock
 //!   initialised at the same place (or, if it was statically initialised, first locked
 //!   there) belongs to the same class. A class keeps how many instances it has had and
 //!   how many were destroyed, and the counters of its destroyed instances, which
@@ -576,9 +578,11 @@ fn new_instance(addr: usize, lock: Lock, kind: i32, origin: u32) -> Option<&'sta
 /// rwlock never share a class.
 fn class_here(origin: u32, lock: Lock, kind: i32) -> u32 {
     let frames = callsite::capture();
-    let key = frames
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64 ^ lock as u64, |h, &f| (h ^ f as u64).wrapping_mul(0x100_0000_01b3));
+    // Each frame by its module and offset, not its address (see `callsite::identity`).
+    let key = frames.iter().fold(0xcbf2_9ce4_8422_2325u64 ^ lock as u64, |h, &f| {
+        let frame = if f == 0 { 0 } else { callsite::identity(f) };
+        (h ^ frame).wrapping_mul(0x100_0000_01b3)
+    });
     let key = key.max(1);
     let table = classes();
     let first = if table.is_empty() { 0 } else { start(key, table.len()) };

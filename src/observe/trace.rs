@@ -14,7 +14,7 @@
 
 use core::cell::UnsafeCell;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -58,21 +58,34 @@ pub fn init() -> bool {
     };
     let format = config::read(&names::TRACE_FORMAT, names::parse_trace_format, TraceFormat::Text, true);
     JSON.store(format == TraceFormat::Json, Relaxed);
-    let file = config::env(names::TRACE_FILE.cname);
-    let opened = file.and_then(|path| {
-        let path = CString::new(names::parse_trace_file(path).ok()?).ok()?;
-        FILE.adopt(output::open_append(&path)?)?;
-        Some(path)
+    let file = config::file_setting(&names::TRACE_FILE);
+    let opened = file.map(|path| {
+        let path =
+            names::parse_trace_file(path).ok().and_then(|p| CString::new(p).ok()).ok_or(libc::EINVAL)?;
+        match output::open_append(&path) {
+            Ok(fd) => FILE.adopt(fd).map(|_| path).ok_or(libc::EBADF),
+            // A FIFO that nobody reads yet: events are dropped (and counted) until a
+            // reader opens it; the open is retried now and then (`destination`).
+            Err(libc::ENXIO) => {
+                config::note(format_args!(
+                    "{}={} is a FIFO with no reader: trace events are dropped until one opens it",
+                    names::TRACE_FILE.name,
+                    config::Shown(path.to_bytes())
+                ));
+                Ok(path)
+            }
+            Err(e) => Err(e),
+        }
     });
     match (file, opened) {
-        (_, Some(path)) => {
+        (_, Some(Ok(path))) => {
             let _ = PATH.set(path);
         }
-        (Some(bad), None) => {
+        (Some(bad), _) => {
             config::warn_invalid(Invalid(&names::TRACE_FILE), bad);
             output::keep_stderr();
         }
-        (None, None) => output::keep_stderr(),
+        (None, _) => output::keep_stderr(),
     }
     let subscriber = tracing_subscriber::registry().with(filter).with(LineWriter);
     tracing::subscriber::set_global_default(subscriber).is_ok()
@@ -92,21 +105,42 @@ pub fn after_fork_in_child() {
     CHILD.store(true, Relaxed);
 }
 
+/// How long after a failed open of the trace file the next event tries again (events in
+/// between are dropped): a FIFO with no reader, say, costs one failed `open` per period,
+/// not one per event.
+const REOPEN_AFTER_NS: u64 = 100_000_000;
+/// When the trace file may be opened again after a failed open.
+static NEXT_OPEN_NS: AtomicU64 = AtomicU64::new(0);
+
 /// The descriptor events go to now: the trace file (reopened if the program took its
-/// descriptor away, created on a forked child's first event), or standard error.
-fn destination() -> Option<i32> {
+/// descriptor away or a pipe's reader went away, created on a forked child's first
+/// event), or standard error.
+fn destination() -> Option<output::Target> {
     let Some(path) = PATH.get() else { return output::stderr() };
-    if let Some(fd) = FILE.get() {
-        return Some(fd);
+    if let Some(target) = FILE.get() {
+        return Some(target);
     }
-    let fd = if CHILD.load(Relaxed) {
+    let now = crate::sys::now_ns();
+    if now < NEXT_OPEN_NS.load(Relaxed) {
+        return None;
+    }
+    let opened = if CHILD.load(Relaxed) {
         // SAFETY: see `ChildPath`: written before `CHILD` was set, never again.
         let name = unsafe { &*CHILD_PATH.0.get() };
-        CStr::from_bytes_until_nul(name).ok().and_then(output::open_append)?
+        CStr::from_bytes_until_nul(name).map_err(|_| libc::EINVAL).and_then(output::open_append)
     } else {
-        output::open_append(path)?
+        output::open_append(path)
     };
-    FILE.adopt(fd)
+    match opened {
+        Ok(fd) => {
+            FILE.adopt(fd)?;
+            FILE.get()
+        }
+        Err(_) => {
+            NEXT_OPEN_NS.store(now + REOPEN_AFTER_NS, Relaxed);
+            None
+        }
+    }
 }
 
 /// At exit: say how many events were lost, in the trace and on standard error.
@@ -194,19 +228,27 @@ impl<S: Subscriber> Layer<S> for LineWriter {
         // The clock and the descriptor first, so that what they take of the stack and
         // the formatting below never stand on it at the same time.
         let ts = crate::sys::now_ns();
-        match destination() {
-            Some(fd) if write_event(fd, ts, event) => {}
+        match destination().map(|target| write_event(target, ts, event)) {
+            Some(Ok(())) => {}
+            Some(Err(libc::EPIPE)) => {
+                // The pipe's reader went away, and no reader comes back to this
+                // description: let it go, so that later events try to open the file
+                // again (a FIFO may get a new reader).
+                FILE.forget();
+                super::dropped();
+            }
             _ => super::dropped(),
         }
     }
 }
 
-/// Formats `event` as one line and appends it to `fd`. False if it is not in the file.
+/// Formats `event` as one line and appends it to `target`. The error if it is not in the
+/// file.
 ///
 /// Numbers and names are copied in by hand rather than through `core::fmt`, whose
 /// machinery would more than double the stack this takes from the locking thread.
 #[inline(never)]
-fn write_event(fd: i32, ts: u64, event: &Event<'_>) -> bool {
+fn write_event(target: output::Target, ts: u64, event: &Event<'_>) -> Result<(), i32> {
     let json = JSON.load(Relaxed);
     // SAFETY: events are written only from hooks that `observe::guarded` admitted, and
     // the line is not kept past this call.
@@ -225,7 +267,10 @@ fn write_event(fd: i32, ts: u64, event: &Event<'_>) -> bool {
     }
     event.record(&mut Fields { line, json });
     line.push(if json { b"}\n" } else { b"\n" });
-    line.as_bytes().last() == Some(&b'\n') && output::append_line(fd, line.as_bytes())
+    if line.as_bytes().last() != Some(&b'\n') {
+        return Err(libc::EMSGSIZE);
+    }
+    output::append_line(target, line.as_bytes())
 }
 
 /// Out of line: the escaping machinery stays off the stack of text-format events.
