@@ -31,10 +31,16 @@ use crate::{child, handshake, Failure};
     when the difference is lost in the noise, how many runs would resolve 5%.\n\n\
     Before the first run every setting is checked. Every run must prove that the library \
     loaded with the settings asked for (and that `none` ran without it); a run that cannot \
-    stops ab with the likely cause. CMD's output is captured. A run in which CMD fails is \
+    stops ab with the likely cause. CMD's stdin is /dev/null; its stdout is discarded (unless \
+    --metric reads it, line by line, keeping only the first line that matches) and of its \
+    stderr only the last line is kept, for failure messages; --show-output passes both on. \
+    A run in which CMD fails is \
     reported and left out; a run whose --metric finds no number keeps its wall and CPU \
-    times. ab stops when every warm-up run of every arm fails. Exit status: 0, or 1 when a \
-    run failed.")]
+    times. ab stops when every warm-up run of every arm fails.\n\n\
+    SIGINT, SIGTERM or SIGHUP stop the running CMD (its whole process group: SIGTERM, then \
+    SIGKILL 2 s later), and ab reports (and writes to --json) the runs finished so far, \
+    marked as interrupted. Exit status: 0; 1 when a run failed; 128 + the signal number \
+    when interrupted.")]
 pub struct AbArgs {
     /// An arm to compare (repeatable, or a comma list): glibc, futex, spin, or none
     /// (CMD without the library) [default: none,glibc,spin]
@@ -69,9 +75,15 @@ pub struct AbArgs {
     #[arg(long, requires = "metric")]
     pub lower_is_better: bool,
 
-    /// Write every run, the settings of each arm and the summary as JSON to FILE
+    /// Write every run, the settings of each arm and the summary as JSON to FILE (`-`:
+    /// standard output, and the text report goes to standard error)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Pass CMD's standard output and error through (on this command's stdout and
+    /// stderr) instead of discarding them
+    #[arg(long)]
+    pub show_output: bool,
 
     #[command(flatten)]
     pub settings: LibSettings,
@@ -104,6 +116,10 @@ pub struct AbReport {
     /// Everything that makes the comparison less trustworthy.
     pub warnings: Vec<String>,
     pub arms: Vec<ArmInfo>,
+    /// The signal that interrupted ab (`SIGINT`, ...): the runs are those that finished
+    /// before it. Null when every run was made.
+    #[serde(default)]
+    pub interrupted: Option<String>,
     pub runs: Vec<RunRecord>,
     /// Per quantity (`wall_s`, `cpu_s`, `metric`): each arm's statistics.
     pub summary: BTreeMap<String, Vec<ArmSummary>>,
@@ -196,6 +212,13 @@ struct Quantity {
 
 pub fn main(a: AbArgs) -> Result<u8, Failure> {
     let arms = arms(&a)?;
+    let json_to_stdout = a.json.as_deref() == Some(Path::new("-"));
+    if json_to_stdout && a.show_output {
+        return Err(Failure::Usage(
+            "ab",
+            "--show-output cannot share standard output with --json -: give --json a file".into(),
+        ));
+    }
     let env = a.settings.env();
     settings::check_inherited(&env, true).map_err(|m| Failure::Usage("ab", m))?;
     let lib = if arms.iter().any(|arm| arm.strategy().is_some()) {
@@ -216,6 +239,7 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         eprintln!("spinmutex ab: warning: {w}");
     }
 
+    child::catch_interrupts();
     let mut progress = Progress::new((a.warmup + a.runs) * arms.len() as u64);
     let mut runs: Vec<Run> = Vec::new();
     let mut warm_errors: Vec<String> = Vec::new();
@@ -228,11 +252,13 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
             loaded_in: Vec::new(),
         })
         .collect();
-    for round in 0..a.warmup + a.runs {
+    'rounds: for round in 0..a.warmup + a.runs {
         let warm = round < a.warmup;
         for (ai, arm) in arms.iter().enumerate() {
             let index = if warm { 0 } else { round - a.warmup + 1 };
-            let r = one_run(&a, &lib, &env, ai, *arm, index)?;
+            let Some(r) = one_run(&a, &lib, &env, ai, *arm, index)? else {
+                break 'rounds;
+            };
             let what = if warm { "warm-up".to_string() } else { format!("run {index}/{}", a.runs) };
             let line = match (&r.error, &r.metric, &r.metric_error) {
                 (Some(e), _, _) => format!("{arm} {what}: FAILED: {e}"),
@@ -278,6 +304,14 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         }
     }
     drop(progress);
+    let interrupted = child::interrupted();
+    if let Some(sig) = interrupted {
+        eprintln!(
+            "spinmutex ab: interrupted by {}; reporting the {} measured runs finished",
+            child::signal_name(sig),
+            runs.len()
+        );
+    }
 
     let (direction, reason) = metric_direction(&a, &runs);
     let quantities = quantities(&a, direction);
@@ -338,6 +372,7 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         machine,
         warnings,
         arms: info,
+        interrupted: interrupted.map(|sig| child::signal_name(sig).to_string()),
         runs: runs
             .iter()
             .map(|r| RunRecord {
@@ -354,14 +389,25 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         summary,
         comparisons,
     };
-    print!("{}", render(&report, &quantities, &lib, &failed, &no_metric));
-    if let Some(path) = &a.json {
+    let text = render(&report, &quantities, &lib, &failed, &no_metric);
+    if json_to_stdout {
+        // Standard output carries the JSON alone, for a pipe into jq.
+        eprint!("{text}");
+        let json = serde_json::to_string_pretty(&report).expect("the report serialises");
+        println!("{json}");
+    } else {
+        print!("{text}");
+    }
+    if let Some(path) = a.json.as_ref().filter(|_| !json_to_stdout) {
         let text = serde_json::to_string_pretty(&report).expect("the report serialises");
         std::fs::write(path, text + "\n")
             .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("spinmutex ab: wrote {}", path.display());
     }
-    Ok(if failed.is_empty() && no_metric.is_empty() { 0 } else { 1 })
+    Ok(match interrupted {
+        Some(sig) => child::interrupted_status(sig),
+        None => u8::from(!(failed.is_empty() && no_metric.is_empty())),
+    })
 }
 
 /// The arms to run: as given (no repeats), else none, glibc, spin; `none` added beside
@@ -411,6 +457,7 @@ fn pairs(arms: &[Arm], refs: &[usize]) -> Vec<(usize, usize)> {
     out
 }
 
+/// One run of CMD under `arm`; None when ab was interrupted (the run did not finish).
 fn one_run(
     a: &AbArgs,
     lib: &Path,
@@ -418,12 +465,16 @@ fn one_run(
     ai: usize,
     arm: Arm,
     index: u64,
-) -> Result<Run, Failure> {
+) -> Result<Option<Run>, Failure> {
     let mut cmd = Command::new(&a.command[0]);
     cmd.args(&a.command[1..]);
     library::apply(arm, &mut cmd, lib, env);
-    let done = child::run(&mut cmd, true, false)
-        .map_err(|e| Failure::Runtime(format!("cannot run {}: {e}", a.command[0])))?;
+    let output = child::Output::Condense { metric: a.metric.clone(), show: a.show_output };
+    let done = child::run(&mut cmd, output);
+    if child::interrupted().is_some() {
+        return Ok(None);
+    }
+    let done = done.map_err(|e| Failure::Runtime(format!("cannot run {}: {e}", a.command[0])))?;
     verify(arm, env, &a.command[0], &done.loads)?;
     let mut r = Run {
         arm: ai,
@@ -440,7 +491,7 @@ fn one_run(
         let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
         let tail = if last.is_empty() { String::new() } else { format!(" (stderr: {last})") };
         r.error = Some(format!("{}{tail}", done.termination.describe()));
-        return Ok(r);
+        return Ok(Some(r));
     }
     if let Some(m) = &a.metric {
         match m.extract(&String::from_utf8_lossy(&done.stdout), &String::from_utf8_lossy(&done.stderr)) {
@@ -448,7 +499,7 @@ fn one_run(
             Err(e) => r.metric_error = Some(e),
         }
     }
-    Ok(r)
+    Ok(Some(r))
 }
 
 /// A run proves the library loaded with the settings asked for (or, for `none`, that

@@ -17,8 +17,13 @@ use crate::{child, handshake, Failure};
 #[command(long_about = "Run a command with libspinmutex.so preloaded.\n\n\
     The library is appended to any LD_PRELOAD already set. CMD's exit status is passed \
     through; a CMD killed by a signal is reported on stderr and gives 128 + the signal \
-    number. While CMD runs, SIGINT and SIGQUIT are left to it and SIGTERM and SIGHUP are \
-    forwarded to it. A CMD that cannot be started gives 127 (not found) or 126.\n\n\
+    number. A CMD that cannot be started gives 127 (not found) or 126.\n\n\
+    In the foreground of a terminal CMD shares run's process group, so that it can read the \
+    terminal, and gets Ctrl-C (SIGINT) and SIGQUIT from the terminal itself: run ignores them. \
+    Otherwise CMD runs in a process group of its own. SIGTERM and SIGHUP (and SIGINT when \
+    not in a terminal's foreground) sent to run stop CMD, its whole process group when it \
+    has its own (SIGTERM, then SIGKILL 2 s later); run then reports the statistics written \
+    so far and exits with 128 + the signal number.\n\n\
     Every process of CMD that loads the library reports it; when none does (a static or \
     setuid program, or one that clears LD_PRELOAD), or the settings it reports are not the \
     ones asked for, run says so and exits with 1 (or CMD's own non-zero status).\n\n\
@@ -69,14 +74,15 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
     let mut cmd = Command::new(&a.command[0]);
     cmd.args(&a.command[1..]);
     library::apply(arm, &mut cmd, &lib, &env);
-    let done = match child::run(&mut cmd, false, true) {
+    child::catch_interrupts();
+    let done = match child::run(&mut cmd, child::Output::Inherit) {
         Ok(done) => done,
         Err(e) => {
             eprintln!("spinmutex run: cannot run {}: {e}", a.command[0]);
             return Ok(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 });
         }
     };
-    if let child::Termination::Signaled { .. } = done.termination {
+    if let (child::Termination::Signaled { .. }, None) = (done.termination, child::interrupted()) {
         eprintln!("spinmutex run: {} {}", a.command[0], done.termination.describe());
     }
     let status = done.termination.shell_status();
@@ -91,6 +97,10 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
     }
     if let (Some(format), Some(file)) = (stats, &stats_file) {
         print_statistics(file, format == Stats::Json, &done.loads);
+    }
+    if let Some(sig) = child::interrupted() {
+        eprintln!("spinmutex run: interrupted by {}; {} stopped", child::signal_name(sig), a.command[0]);
+        return Ok(child::interrupted_status(sig));
     }
     match arm.strategy() {
         None if !done.loads.is_empty() => {
