@@ -290,6 +290,209 @@ fn run_of_a_static_program_fails_with_the_causes() {
     assert!(o.stderr.contains("did not load") && o.stderr.contains("statically linked"), "{}", o.stderr);
 }
 
+/// The line of `c-tests/NAME` marked `SITE tag`.
+fn site_line(name: &str, tag: &str) -> usize {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../c-tests").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mark = format!("/* SITE {tag} */");
+    text.lines().position(|l| l.contains(&mark)).unwrap_or_else(|| panic!("no {mark} in {name}")) + 1
+}
+
+/// The hot lock is the one its threads waited for longest: a lock held around slow
+/// work (2 contended acquisitions, ~600 ms waited) comes before a busy one (thousands
+/// of short waits), in `run --stats`, in `report` and its SVG, and in the library's own
+/// report (whose SPINMUTEX_STATS_TOP keeps the top by wait); `--sort` gives the other
+/// orders. The rows show spins, sleeps and handoffs, and still add up.
+fn the_hot_lock_is_ranked_by_time_waited() {
+    let program = c_test("wait_ranking");
+    let prog = program.to_str().unwrap();
+    let first_row = |text: &str| text.lines().find(|l| l.starts_with("1 ")).unwrap_or("").to_string();
+    let o = run(&["run", "--stats", "--", prog]);
+    o.assert_success("run --stats");
+    let header = o.stderr.lines().find(|l| l.starts_with("#")).expect("a header");
+    for column in ["spins", "sleeps", "handoffs"] {
+        assert!(header.contains(column), "no {column} column: {header}");
+    }
+    assert!(first_row(&o.stderr).contains("make_io_lock"), "{}", o.stderr);
+    common::stats::text_rows_add_up(&o.stderr).unwrap();
+    let o = run(&["run", "--stats", "--sort", "contended", "--", prog]);
+    o.assert_success("run --stats --sort contended");
+    assert!(first_row(&o.stderr).contains("make_busy_lock"), "{}", o.stderr);
+
+    // The library's own report: its order, and the one class SPINMUTEX_STATS_TOP=1 keeps.
+    let dir = scratch();
+    let json = dir.path().join("stats.json");
+    let env = format!("SPINMUTEX_STATS_FILE={}", json.display());
+    let o =
+        run(&["run", "-e", "SPINMUTEX_STATS=json", "-e", &env, "-e", "SPINMUTEX_STATS_TOP=1", "--", prog]);
+    o.assert_success("run with the library's JSON report");
+    let report = common::stats::json_report(&json);
+    common::stats::assert_rows_add_up(&report);
+    assert_eq!(report["classes"][0]["counters"]["locked"], 3, "the lock held around slow work:\n{report:#}");
+    let o = run(&["run", "-e", "SPINMUTEX_STATS=1", "-e", "SPINMUTEX_STATS_TOP=1", "--", prog]);
+    o.assert_success("run with the library's text report");
+    let rows = common::stats::text_rows_add_up(&o.stderr).unwrap();
+    assert_eq!(rows[0].1, 3, "the first row is the lock held around slow work:\n{}", o.stderr);
+    let header = o.stderr.lines().find(|l| l.trim_start().starts_with("#")).expect("a header");
+    assert!(header.contains("spins") && header.contains("handoffs"), "{header}");
+
+    // report: the same order in text and in the SVG; --sort in both.
+    let full = dir.path().join("full.json");
+    let env = format!("SPINMUTEX_STATS_FILE={}", full.display());
+    run(&["run", "-e", "SPINMUTEX_STATS=json", "-e", &env, "--", prog]).assert_success("run");
+    let svg = dir.path().join("chart.svg");
+    for (sort, hot, cold) in
+        [("wait", "make_io_lock", "make_busy_lock"), ("contended", "make_busy_lock", "make_io_lock")]
+    {
+        let o = run(&["report", full.to_str().unwrap(), "--sort", sort, "--svg", svg.to_str().unwrap()]);
+        o.assert_success("report --sort");
+        assert!(first_row(&o.stdout).contains(hot), "--sort {sort}:\n{}", o.stdout);
+        let chart = std::fs::read_to_string(&svg).unwrap();
+        let classes = &chart[chart.find("Hottest lock classes").expect("a class panel")..];
+        let (h, c) = (classes.find(hot).unwrap(), classes.find(cold).unwrap());
+        assert!(h < c, "--sort {sort}: {hot} is not drawn first");
+    }
+    let o = run(&["report", full.to_str().unwrap()]);
+    assert!(first_row(&o.stdout).contains("make_io_lock"), "the default is by wait:\n{}", o.stdout);
+}
+
+/// An rwlock's class says it was made by pthread_rwlock_init; a class made in a function
+/// inlined into main is told as made there, called from main.
+fn classes_are_labelled_by_their_real_maker_and_caller() {
+    let program = c_test("wait_ranking");
+    let o = run(&["run", "--stats", "--", program.to_str().unwrap()]);
+    o.assert_success("run --stats");
+    let stacks = &o.stderr[o.stderr.find("Call stacks").expect("call stacks")..];
+    let rw = stacks
+        .lines()
+        .find(|l| l.contains("rwlock") && l.trim_start().starts_with('#'))
+        .expect("an rwlock class");
+    assert!(rw.contains("made by pthread_rwlock_init"), "{rw}");
+    assert!(!o.stderr.contains("rwlock, 1 rwlock, 1 live, made by pthread_mutex_init"), "{}", o.stderr);
+    let want = format!(
+        "made at queue_new (wait_ranking.c:{}), called from main (wait_ranking.c:{})",
+        site_line("wait_ranking.c", "queue_new"),
+        site_line("wait_ranking.c", "main")
+    );
+    assert!(o.stderr.contains(&want), "no {want:?} in:\n{}", o.stderr);
+}
+
+/// `--stats-file -` puts the report on standard output, alone: the program's own output
+/// goes to standard error, so that the report pipes into jq.
+fn run_stats_file_dash_pipes_the_report_alone() {
+    let program = c_test("stats_sites");
+    let prog = program.to_str().unwrap();
+    let o = run(&["run", "--stats=json", "--stats-file", "-", "--", prog]);
+    o.assert_success("run --stats=json --stats-file -");
+    let v: serde_json::Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", o.stdout));
+    assert_eq!(v["statistics"][0]["classes"][0]["frames"][0]["function"], "make_hot_lock", "{v:#}");
+    assert!(o.stderr.contains("total "), "the program's output goes to stderr:\n{}", o.stderr);
+    let o = run(&["run", "--stats", "--stats-file", "-", "--", prog]);
+    o.assert_success("run --stats --stats-file -");
+    assert!(o.stdout.starts_with("== Lock statistics of pid "), "{}", o.stdout);
+    assert!(!o.stdout.contains("total ") && o.stderr.contains("total "), "{o:?}");
+    let o = run(&["run", "--stats-file", "-", "--", prog]);
+    assert_eq!(code(&o), Some(2), "--stats-file - without --stats: {o:?}");
+}
+
+/// `ab --json -` writes the JSON alone on standard output; the text report goes to
+/// standard error.
+fn ab_json_dash_writes_json_alone_on_stdout() {
+    let dir = scratch();
+    let o = run_in(
+        dir.path(),
+        &["ab", "-n", "2", "--warmup", "0", "-s", "glibc", "--without-none", "--json", "-", "--", "true"],
+    );
+    o.assert_success("ab --json -");
+    let report: AbReport =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", o.stdout));
+    assert_eq!(report.runs.len(), 2);
+    assert!(o.stderr.contains("wall time"), "the text report goes to stderr:\n{}", o.stderr);
+    assert!(!dir.path().join("-").exists(), "ab created a file named '-'");
+    let o = run(&["ab", "--json", "-", "--show-output", "--", "true"]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Outcome {
+    let mut cmd = spinmutex(args);
+    cmd.current_dir(dir);
+    run_bounded(cmd, LIMIT)
+}
+
+/// `report` on a file with nothing it reads fails with one line that says why: the
+/// library's text report (naming the JSON to write instead), an empty file, a file of
+/// something else.
+fn report_fails_loudly_on_a_file_without_reports_or_events() {
+    let dir = scratch();
+    let text = dir.path().join("stats.txt");
+    let env = format!("SPINMUTEX_STATS_FILE={}", text.display());
+    run(&["run", "-e", "SPINMUTEX_STATS=1", "-e", &env, "--", c_test("stats_sites").to_str().unwrap()])
+        .assert_success("run with the library's text report");
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "").unwrap();
+    for (file, says) in [
+        (text.to_str().unwrap(), "SPINMUTEX_STATS=json"),
+        (empty.to_str().unwrap(), "it is empty"),
+        ("/etc/passwd", "is a statistics report"),
+    ] {
+        let o = run(&["report", file]);
+        assert_eq!(code(&o), Some(1), "report {file}: {o:?}");
+        assert_eq!(o.stderr.lines().count(), 1, "one line: {}", o.stderr);
+        assert!(o.stderr.contains(file) && o.stderr.contains(says), "{}", o.stderr);
+        assert!(o.stdout.is_empty(), "{}", o.stdout);
+    }
+}
+
+/// Errors name the real cause before anything runs: SPINMUTEX_LIB naming another
+/// library or a directory, statistics asked of `--strategy none` or of `ab` (where
+/// they would make the arms incomparable), and for a static program only that the
+/// library did not load.
+fn errors_name_the_real_cause() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let libm = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("libm");
+    let with_lib = |lib: &str, args: &[&str]| {
+        let mut cmd = spinmutex(args);
+        cmd.env("SPINMUTEX_LIB", lib);
+        run_bounded(cmd, LIMIT)
+    };
+    let o = with_lib(libm, &["run", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("not the spinmutex library") && o.stderr.contains(libm), "{}", o.stderr);
+    assert!(!o.stderr.contains("statically linked"), "{}", o.stderr);
+    let lib_dir = lib_path().parent().unwrap().to_str().unwrap().to_string();
+    let o = with_lib(&lib_dir, &["ab", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("is a directory"), "{}", o.stderr);
+    assert!(!o.stderr.contains("no such file"), "{}", o.stderr);
+
+    let o = run(&["run", "--strategy", "none", "--stats", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("--strategy none"), "{}", o.stderr);
+    let o = run(&["ab", "--stats", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("not be comparable"), "{}", o.stderr);
+    let mut cmd = spinmutex(&["ab", "--", "sh", "-c", &touch]);
+    cmd.env("SPINMUTEX_STATS", "1");
+    let o = run_bounded(cmd, LIMIT);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("inherited"), "{}", o.stderr);
+    assert!(!marker.exists(), "a refused command ran");
+}
+
+/// `run --stats` of a static program says only that the library did not load.
+fn run_stats_of_a_static_program_names_only_the_cause() {
+    let o = run(&["run", "--stats", "--", ab_tiny_static().to_str().unwrap(), "1000"]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("statically linked"), "{}", o.stderr);
+    assert!(!o.stderr.contains("no statistics"), "{}", o.stderr);
+}
+
 // ---------------------------------------------------------------- ab
 
 fn ab_compares_in_words_and_writes_json() {
@@ -1058,6 +1261,12 @@ fn main() -> std::process::ExitCode {
         bench_with_a_hog_cleans_up,
         completions_and_man_pages_generate,
         ab_interrupted_stops_the_program_and_keeps_the_finished_runs,
+        the_hot_lock_is_ranked_by_time_waited,
+        errors_name_the_real_cause,
+        report_fails_loudly_on_a_file_without_reports_or_events,
+        run_stats_file_dash_pipes_the_report_alone,
+        ab_json_dash_writes_json_alone_on_stdout,
+        classes_are_labelled_by_their_real_maker_and_caller,
         run_interrupted_stops_the_program_and_its_group,
         bench_interrupted_reports_the_finished_runs,
         ab_memory_stays_flat_however_much_the_program_writes,
@@ -1068,6 +1277,11 @@ fn main() -> std::process::ExitCode {
         "run_of_a_static_program_fails_with_the_causes",
         &[static_prog()],
         run_of_a_static_program_fails_with_the_causes,
+    );
+    suite.needs(
+        "run_stats_of_a_static_program_names_only_the_cause",
+        &[static_prog()],
+        run_stats_of_a_static_program_names_only_the_cause,
     );
     suite.needs(
         "ab_of_a_static_program_fails_with_the_causes",
