@@ -42,7 +42,7 @@ use crate::{child, handshake, Failure};
     marked as interrupted. Exit status: 0; 1 when a run failed; 128 + the signal number \
     when interrupted.")]
 pub struct AbArgs {
-    /// An arm to compare (repeatable, or a comma list): glibc, futex, spin, or none
+    /// An arm to compare (repeatable, or a comma list): glibc, futex, spin, kernel, or none
     /// (CMD without the library) [default: none,glibc,spin]
     #[arg(short = 's', long = "strategy", value_name = "S", value_delimiter = ',', value_parser = parse_arm)]
     pub strategies: Vec<Arm>,
@@ -52,8 +52,7 @@ pub struct AbArgs {
     pub without_none: bool,
 
     /// Measured runs per arm
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 10,
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 10, value_parser = parse_runs)]
     pub runs: u64,
 
     /// Unmeasured rounds first
@@ -91,6 +90,20 @@ pub struct AbArgs {
     /// The command and its arguments
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// Runs shorter than this are too short to time well.
+const SHORTEST_TIMED_S: f64 = 0.005;
+
+/// `-n`: 2 to 1,000,000; the statistics need 2 runs of each arm.
+fn parse_runs(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(n) if (2..=1_000_000).contains(&n) => Ok(n),
+        Ok(n) if n < 2 => Err(format!(
+            "{n} run(s) per arm: the statistics (a mean's interval, a comparison) need at least 2"
+        )),
+        _ => Err("a number of runs per arm, 2 to 1000000".into()),
+    }
 }
 
 /// The JSON `ab --json` writes.
@@ -312,6 +325,16 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
             child::signal_name(sig),
             runs.len()
         );
+    }
+
+    let shortest = runs.iter().filter(|r| r.error.is_none()).map(|r| r.wall_s).fold(f64::INFINITY, f64::min);
+    if shortest < SHORTEST_TIMED_S {
+        warnings.push(format!(
+            "a run lasted {}: too short to time (start-up and the scheduler dominate under {}); \
+             lengthen the workload",
+            text::seconds(shortest),
+            text::seconds(SHORTEST_TIMED_S)
+        ));
     }
 
     let (direction, reason) = metric_direction(&a, &runs);

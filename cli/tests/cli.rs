@@ -493,6 +493,36 @@ fn run_stats_of_a_static_program_names_only_the_cause() {
     assert!(!o.stderr.contains("no statistics"), "{}", o.stderr);
 }
 
+/// Help and messages speak of what applies: every strategy in the help, `-n` below
+/// what the statistics need refused with how many, usage lines that name the command,
+/// and each strategy's settings line without the settings it does not use.
+fn help_and_messages_speak_of_what_applies() {
+    for sub in ["run", "ab"] {
+        let o = run(&[sub, "--help"]);
+        assert!(o.stdout.contains("kernel"), "{sub} --help omits kernel:\n{}", o.stdout);
+    }
+    let o = run(&["ab", "-n", "2", "--warmup", "0", "-s", "glibc", "--without-none", "--", "true"]);
+    o.assert_success("ab of a very short command");
+    assert_eq!(o.stdout.matches("too short to time").count(), 1, "{}", o.stdout);
+    let o = run(&["ab", "-n", "1", "--", "true"]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("at least 2"), "{}", o.stderr);
+    let o = run(&["bench", "--rwlock", "--svg", "x.svg"]);
+    assert!(o.stderr.contains("Usage: spinmutex bench"), "{}", o.stderr);
+    let o = run(&["run", "--strategy", "spin", "--stats", "--strategy", "none", "--", "true"]);
+    assert!(o.stderr.contains("Usage: spinmutex run"), "{}", o.stderr);
+    for (strategy, absent) in
+        [("futex", &["spin_limit", "max_spinners", "fair="][..]), ("kernel", &["spin_limit", "handoff"][..])]
+    {
+        let o = run(&["run", "-v", "--strategy", strategy, "--", "true"]);
+        o.assert_success(strategy);
+        let line = o.stderr.lines().find(|l| l.contains("loaded in pid")).expect("a load line");
+        for word in absent {
+            assert!(!line.contains(word), "{strategy} does not use {word}: {line}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------- ab
 
 fn ab_compares_in_words_and_writes_json() {
@@ -1262,6 +1292,7 @@ fn main() -> std::process::ExitCode {
         completions_and_man_pages_generate,
         ab_interrupted_stops_the_program_and_keeps_the_finished_runs,
         the_hot_lock_is_ranked_by_time_waited,
+        help_and_messages_speak_of_what_applies,
         errors_name_the_real_cause,
         report_fails_loudly_on_a_file_without_reports_or_events,
         run_stats_file_dash_pipes_the_report_alone,
