@@ -49,9 +49,11 @@ fn main() {
     if can_link_static() {
         compile_program(ab_tiny, &static_exe, &["-static"]);
     }
-    compile_program(
-        Path::new("../c-tests/stats_sites.c"),
-        &tests_out.join("stats_sites"),
-        &["-fPIE", "-pie"],
-    );
+    for name in ["stats_sites", "wait_ranking"] {
+        compile_program(
+            &Path::new("../c-tests").join(format!("{name}.c")),
+            &tests_out.join(name),
+            &["-fPIE", "-pie"],
+        );
+    }
 }

@@ -18,6 +18,24 @@ use spinmutex_names::{self as names, LoadReport, Stats};
 use crate::config::{self, LineBuf};
 use crate::{observe, sys};
 
+/// The library's version, NUL-terminated.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+
+/// The library's version as an exported symbol, so that the `spinmutex` command can
+/// tell, before it runs anything, that a file is this library and the version it
+/// expects (it reads the symbol from the file; nothing calls it).
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static spinmutex_version: [u8; VERSION.len()] = {
+    let mut out = [0u8; VERSION.len()];
+    let mut i = 0;
+    while i < VERSION.len() {
+        out[i] = VERSION.as_bytes()[i];
+        i += 1;
+    }
+    out
+};
+
 /// Writes the load line when the command asked for one. Called by the constructor,
 /// after the settings and the observers are set up.
 pub fn announce() {

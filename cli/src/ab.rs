@@ -31,12 +31,18 @@ use crate::{child, handshake, Failure};
     when the difference is lost in the noise, how many runs would resolve 5%.\n\n\
     Before the first run every setting is checked. Every run must prove that the library \
     loaded with the settings asked for (and that `none` ran without it); a run that cannot \
-    stops ab with the likely cause. CMD's output is captured. A run in which CMD fails is \
+    stops ab with the likely cause. CMD's stdin is /dev/null; its stdout is discarded (unless \
+    --metric reads it, line by line, keeping only the first line that matches) and of its \
+    stderr only the last line is kept, for failure messages; --show-output passes both on. \
+    A run in which CMD fails is \
     reported and left out; a run whose --metric finds no number keeps its wall and CPU \
-    times. ab stops when every warm-up run of every arm fails. Exit status: 0, or 1 when a \
-    run failed.")]
+    times. ab stops when every warm-up run of every arm fails.\n\n\
+    SIGINT, SIGTERM or SIGHUP stop the running CMD (its whole process group: SIGTERM, then \
+    SIGKILL 2 s later), and ab reports (and writes to --json) the runs finished so far, \
+    marked as interrupted. Exit status: 0; 1 when a run failed; 128 + the signal number \
+    when interrupted.")]
 pub struct AbArgs {
-    /// An arm to compare (repeatable, or a comma list): glibc, futex, spin, or none
+    /// An arm to compare (repeatable, or a comma list): glibc, futex, spin, kernel, or none
     /// (CMD without the library) [default: none,glibc,spin]
     #[arg(short = 's', long = "strategy", value_name = "S", value_delimiter = ',', value_parser = parse_arm)]
     pub strategies: Vec<Arm>,
@@ -46,8 +52,7 @@ pub struct AbArgs {
     pub without_none: bool,
 
     /// Measured runs per arm
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 10,
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 10, value_parser = parse_runs)]
     pub runs: u64,
 
     /// Unmeasured rounds first
@@ -69,9 +74,15 @@ pub struct AbArgs {
     #[arg(long, requires = "metric")]
     pub lower_is_better: bool,
 
-    /// Write every run, the settings of each arm and the summary as JSON to FILE
+    /// Write every run, the settings of each arm and the summary as JSON to FILE (`-`:
+    /// standard output, and the text report goes to standard error)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Pass CMD's standard output and error through (on this command's stdout and
+    /// stderr) instead of discarding them
+    #[arg(long)]
+    pub show_output: bool,
 
     #[command(flatten)]
     pub settings: LibSettings,
@@ -79,6 +90,20 @@ pub struct AbArgs {
     /// The command and its arguments
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// Runs shorter than this are too short to time well.
+const SHORTEST_TIMED_S: f64 = 0.005;
+
+/// `-n`: 2 to 1,000,000; the statistics need 2 runs of each arm.
+fn parse_runs(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(n) if (2..=1_000_000).contains(&n) => Ok(n),
+        Ok(n) if n < 2 => Err(format!(
+            "{n} run(s) per arm: the statistics (a mean's interval, a comparison) need at least 2"
+        )),
+        _ => Err("a number of runs per arm, 2 to 1000000".into()),
+    }
 }
 
 /// The JSON `ab --json` writes.
@@ -104,6 +129,10 @@ pub struct AbReport {
     /// Everything that makes the comparison less trustworthy.
     pub warnings: Vec<String>,
     pub arms: Vec<ArmInfo>,
+    /// The signal that interrupted ab (`SIGINT`, ...): the runs are those that finished
+    /// before it. Null when every run was made.
+    #[serde(default)]
+    pub interrupted: Option<String>,
     pub runs: Vec<RunRecord>,
     /// Per quantity (`wall_s`, `cpu_s`, `metric`): each arm's statistics.
     pub summary: BTreeMap<String, Vec<ArmSummary>>,
@@ -196,8 +225,16 @@ struct Quantity {
 
 pub fn main(a: AbArgs) -> Result<u8, Failure> {
     let arms = arms(&a)?;
+    let json_to_stdout = a.json.as_deref() == Some(Path::new("-"));
+    if json_to_stdout && a.show_output {
+        return Err(Failure::Usage(
+            "ab",
+            "--show-output cannot share standard output with --json -: give --json a file".into(),
+        ));
+    }
     let env = a.settings.env();
     settings::check_inherited(&env, true).map_err(|m| Failure::Usage("ab", m))?;
+    refuse_statistics(&env)?;
     let lib = if arms.iter().any(|arm| arm.strategy().is_some()) {
         library::find().map_err(Failure::Runtime)?
     } else {
@@ -216,6 +253,7 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         eprintln!("spinmutex ab: warning: {w}");
     }
 
+    child::catch_interrupts();
     let mut progress = Progress::new((a.warmup + a.runs) * arms.len() as u64);
     let mut runs: Vec<Run> = Vec::new();
     let mut warm_errors: Vec<String> = Vec::new();
@@ -228,11 +266,13 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
             loaded_in: Vec::new(),
         })
         .collect();
-    for round in 0..a.warmup + a.runs {
+    'rounds: for round in 0..a.warmup + a.runs {
         let warm = round < a.warmup;
         for (ai, arm) in arms.iter().enumerate() {
             let index = if warm { 0 } else { round - a.warmup + 1 };
-            let r = one_run(&a, &lib, &env, ai, *arm, index)?;
+            let Some(r) = one_run(&a, &lib, &env, ai, *arm, index)? else {
+                break 'rounds;
+            };
             let what = if warm { "warm-up".to_string() } else { format!("run {index}/{}", a.runs) };
             let line = match (&r.error, &r.metric, &r.metric_error) {
                 (Some(e), _, _) => format!("{arm} {what}: FAILED: {e}"),
@@ -278,6 +318,24 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         }
     }
     drop(progress);
+    let interrupted = child::interrupted();
+    if let Some(sig) = interrupted {
+        eprintln!(
+            "spinmutex ab: interrupted by {}; reporting the {} measured runs finished",
+            child::signal_name(sig),
+            runs.len()
+        );
+    }
+
+    let shortest = runs.iter().filter(|r| r.error.is_none()).map(|r| r.wall_s).fold(f64::INFINITY, f64::min);
+    if shortest < SHORTEST_TIMED_S {
+        warnings.push(format!(
+            "a run lasted {}: too short to time (start-up and the scheduler dominate under {}); \
+             lengthen the workload",
+            text::seconds(shortest),
+            text::seconds(SHORTEST_TIMED_S)
+        ));
+    }
 
     let (direction, reason) = metric_direction(&a, &runs);
     let quantities = quantities(&a, direction);
@@ -338,6 +396,7 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         machine,
         warnings,
         arms: info,
+        interrupted: interrupted.map(|sig| child::signal_name(sig).to_string()),
         runs: runs
             .iter()
             .map(|r| RunRecord {
@@ -354,14 +413,43 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         summary,
         comparisons,
     };
-    print!("{}", render(&report, &quantities, &lib, &failed, &no_metric));
-    if let Some(path) = &a.json {
+    let text = render(&report, &quantities, &lib, &failed, &no_metric);
+    if json_to_stdout {
+        // Standard output carries the JSON alone, for a pipe into jq.
+        eprint!("{text}");
+        let json = serde_json::to_string_pretty(&report).expect("the report serialises");
+        println!("{json}");
+    } else {
+        print!("{text}");
+    }
+    if let Some(path) = a.json.as_ref().filter(|_| !json_to_stdout) {
         let text = serde_json::to_string_pretty(&report).expect("the report serialises");
         std::fs::write(path, text + "\n")
             .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("spinmutex ab: wrote {}", path.display());
     }
-    Ok(if failed.is_empty() && no_metric.is_empty() { 0 } else { 1 })
+    Ok(match interrupted {
+        Some(sig) => child::interrupted_status(sig),
+        None => u8::from(!(failed.is_empty() && no_metric.is_empty())),
+    })
+}
+
+/// Statistics cost about 95 ns per acquisition in the arms that load the library and
+/// nothing in `none`, and their reports would mix with the command's output: `ab`
+/// refuses them, from its options or its environment.
+fn refuse_statistics(env: &[(String, String)]) -> Result<(), Failure> {
+    let name = spinmutex_names::STATS.name;
+    let given = env.iter().find(|(k, _)| k == name).map(|(_, v)| (v.clone(), "given"));
+    let inherited = || std::env::var(name).ok().map(|v| (v, "inherited from the environment"));
+    match given.or_else(inherited) {
+        Some((value, how)) if !matches!(value.as_str(), "" | "0") => Err(Failure::Usage(
+            "ab",
+            format!(
+                "statistics ({name}={value}, {how}) would slow the arms that load the library and not                  `none`, so the arms would not be comparable: compare without them, then look at the                  locks with `spinmutex run --stats`"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The arms to run: as given (no repeats), else none, glibc, spin; `none` added beside
@@ -411,6 +499,7 @@ fn pairs(arms: &[Arm], refs: &[usize]) -> Vec<(usize, usize)> {
     out
 }
 
+/// One run of CMD under `arm`; None when ab was interrupted (the run did not finish).
 fn one_run(
     a: &AbArgs,
     lib: &Path,
@@ -418,12 +507,16 @@ fn one_run(
     ai: usize,
     arm: Arm,
     index: u64,
-) -> Result<Run, Failure> {
+) -> Result<Option<Run>, Failure> {
     let mut cmd = Command::new(&a.command[0]);
     cmd.args(&a.command[1..]);
     library::apply(arm, &mut cmd, lib, env);
-    let done = child::run(&mut cmd, true, false)
-        .map_err(|e| Failure::Runtime(format!("cannot run {}: {e}", a.command[0])))?;
+    let output = child::Output::Condense { metric: a.metric.clone(), show: a.show_output };
+    let done = child::run(&mut cmd, output);
+    if child::interrupted().is_some() {
+        return Ok(None);
+    }
+    let done = done.map_err(|e| Failure::Runtime(format!("cannot run {}: {e}", a.command[0])))?;
     verify(arm, env, &a.command[0], &done.loads)?;
     let mut r = Run {
         arm: ai,
@@ -440,7 +533,7 @@ fn one_run(
         let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
         let tail = if last.is_empty() { String::new() } else { format!(" (stderr: {last})") };
         r.error = Some(format!("{}{tail}", done.termination.describe()));
-        return Ok(r);
+        return Ok(Some(r));
     }
     if let Some(m) = &a.metric {
         match m.extract(&String::from_utf8_lossy(&done.stdout), &String::from_utf8_lossy(&done.stderr)) {
@@ -448,7 +541,7 @@ fn one_run(
             Err(e) => r.metric_error = Some(e),
         }
     }
-    Ok(r)
+    Ok(Some(r))
 }
 
 /// A run proves the library loaded with the settings asked for (or, for `none`, that

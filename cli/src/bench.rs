@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -238,6 +237,10 @@ pub struct BenchReport {
     pub effective: BTreeMap<String, Option<Effective>>,
     /// How each scenario was set up on this machine.
     pub scenario_setup: BTreeMap<String, String>,
+    /// The signal that interrupted the grid (`SIGINT`, ...): the runs are those that
+    /// finished before it. Null when the grid ran to its end.
+    #[serde(default)]
+    pub interrupted: Option<String>,
     pub runs: Vec<RunJson>,
     pub cells: Vec<CellSummary>,
 }
@@ -303,24 +306,6 @@ struct RunRecord {
     wall_s: f64,
     sample: Option<Sample>,
     error: Option<String>,
-}
-
-pub(crate) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// From now on SIGINT, SIGTERM and SIGHUP set [`INTERRUPTED`]: the grid stops and
-/// reports the runs done.
-pub(crate) fn catch_interrupts() {
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        let h = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        libc::signal(libc::SIGINT, h);
-        libc::signal(libc::SIGTERM, h);
-        libc::signal(libc::SIGHUP, h);
-    }
 }
 
 /// A percentage of writes: 0 to 100, in steps of 0.1 (the workload counts per mille).
@@ -478,7 +463,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     };
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Runtime(format!("cannot find this command's path: {e}")))?;
-    catch_interrupts();
+    child::catch_interrupts();
 
     let mut warnings: Vec<String> = machine.busy_warning().into_iter().collect();
     let mut run_arms = arms.clone();
@@ -536,11 +521,10 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         let runs = c.runs_of(cell);
         for run in 1..=runs {
             for arm in &run_arms {
-                if INTERRUPTED.load(Ordering::SeqCst) {
-                    break 'cells;
-                }
                 let staged = stage.as_ref().filter(|(s, _)| Some(*s) == cell.scenario).map(|(_, st)| st);
-                let (rec, loads) = run_once(&exe, &lib, &env, (index, cell), staged, *arm, run)?;
+                let Some((rec, loads)) = run_once(&exe, &lib, &env, (index, cell), staged, *arm, run)? else {
+                    break 'cells;
+                };
                 if arm.strategy().is_some() {
                     effective.entry(arm.to_string()).or_insert_with(|| loads.last().cloned());
                 } else if *arm == Arm::None {
@@ -567,9 +551,13 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     drop(stage);
     drop(progress);
     drop(hogs);
-    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
-    if interrupted {
-        eprintln!("spinmutex bench: interrupted; reporting the {} runs done", records.len());
+    let interrupted = child::interrupted();
+    if let Some(sig) = interrupted {
+        eprintln!(
+            "spinmutex bench: interrupted by {}; reporting the {} runs finished",
+            child::signal_name(sig),
+            records.len()
+        );
     }
 
     let summaries = summarise(&c, &records);
@@ -610,6 +598,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             warnings,
             effective,
             scenario_setup,
+            interrupted: interrupted.map(|sig| child::signal_name(sig).to_string()),
             runs: records.iter().map(|r| run_json(&c, r)).collect(),
             cells: summaries.clone(),
         };
@@ -618,7 +607,16 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     if let Some(p) = &a.svg {
         write(p, to_svg(&c, &machine, &summaries, &records))?;
     }
-    Ok(if failed.is_empty() && !interrupted { 0 } else { 1 })
+    Ok(exit_status(interrupted, failed.is_empty()))
+}
+
+/// A grid's exit status: 128 + the signal that interrupted it, else 1 when a run
+/// failed, else 0.
+pub(crate) fn exit_status(interrupted: Option<i32>, all_ok: bool) -> u8 {
+    match interrupted {
+        Some(sig) => child::interrupted_status(sig),
+        None => u8::from(!all_ok),
+    }
 }
 
 /// What closes a grid's text report: the warnings, and the runs that failed (one line
@@ -647,7 +645,8 @@ pub(crate) fn write(path: &Path, text: String) -> Result<(), Failure> {
 }
 
 /// One run of the workload; stops the benchmark (Err) when the library did not load as
-/// asked, since every later run would measure the wrong thing too.
+/// asked, since every later run would measure the wrong thing too. None when the
+/// command was interrupted: the run is not finished.
 fn run_once(
     exe: &Path,
     lib: &Path,
@@ -656,7 +655,7 @@ fn run_once(
     stage: Option<&Stage>,
     arm: Arm,
     run: u64,
-) -> Result<(RunRecord, Vec<Effective>), Failure> {
+) -> Result<Option<(RunRecord, Vec<Effective>)>, Failure> {
     let mut cmd = Command::new(exe);
     cmd.arg("__workload")
         .args(["--threads", &cell.threads.to_string(), "--load", &cell.load.to_string()])
@@ -684,10 +683,11 @@ fn run_once(
         sample: None,
         error: None,
     };
-    let done = match child::run(&mut cmd, true, false) {
+    let done = match child::run(&mut cmd, child::Output::Keep) {
+        _ if child::interrupted().is_some() => return Ok(None),
         Err(e) => {
             rec.error = Some(format!("cannot start the workload: {e}"));
-            return Ok((rec, Vec::new()));
+            return Ok(Some((rec, Vec::new())));
         }
         Ok(done) => done,
     };
@@ -708,7 +708,7 @@ fn run_once(
             Err(e) => rec.error = Some(e),
         }
     }
-    Ok((rec, done.loads))
+    Ok(Some((rec, done.loads)))
 }
 
 /// Stops the benchmark (Err) when the library did not load in a run of `arm` as asked:

@@ -12,12 +12,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 use spinmutex_names::Strategy;
 
-use crate::bench::{self, BenchArgs, INTERRUPTED};
+use crate::bench::{self, BenchArgs};
 use crate::library::{self, Arm};
 use crate::machine::Machine;
 use crate::progress::Progress;
@@ -59,6 +58,10 @@ pub struct RwBenchReport {
     pub warnings: Vec<String>,
     /// Per arm, the settings the library reported when it loaded (null for `none`).
     pub effective: BTreeMap<String, Option<Effective>>,
+    /// The signal that interrupted the grid (`SIGINT`, ...): the runs are those that
+    /// finished before it. Null when the grid ran to its end.
+    #[serde(default)]
+    pub interrupted: Option<String>,
     pub runs: Vec<RwRunJson>,
     pub cells: Vec<RwCellSummary>,
 }
@@ -250,7 +253,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     };
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Runtime(format!("cannot find this command's path: {e}")))?;
-    bench::catch_interrupts();
+    child::catch_interrupts();
 
     let machine = Machine::probe();
     let mut warnings: Vec<String> = machine.busy_warning().into_iter().collect();
@@ -280,11 +283,10 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             for &load in &c.loads {
                 for run in 1..=c.runs {
                     for arm in &arms {
-                        if INTERRUPTED.load(Ordering::SeqCst) {
-                            break 'grid;
-                        }
                         let cell = Cell { threads, writes, load };
-                        let (rec, loads) = run_once(&exe, &lib, &c, &env, cell, *arm, run)?;
+                        let Some((rec, loads)) = run_once(&exe, &lib, &c, &env, cell, *arm, run)? else {
+                            break 'grid;
+                        };
                         effective.entry(arm.to_string()).or_insert_with(|| loads.last().cloned());
                         let head = format!(
                             "threads {threads:>3} writes {writes:>4}% load {load:>3} {arm:<6} run {run}/{}",
@@ -310,9 +312,13 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     }
     drop(progress);
     drop(hogs);
-    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
-    if interrupted {
-        eprintln!("spinmutex bench: interrupted; reporting the {} runs done", records.len());
+    let interrupted = child::interrupted();
+    if let Some(sig) = interrupted {
+        eprintln!(
+            "spinmutex bench: interrupted by {}; reporting the {} runs finished",
+            child::signal_name(sig),
+            records.len()
+        );
     }
 
     let summaries = summarise(&c, &records, machine.nproc);
@@ -349,12 +355,13 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             config: c.clone(),
             warnings,
             effective,
+            interrupted: interrupted.map(|sig| child::signal_name(sig).to_string()),
             runs: records.iter().map(|r| run_json(r, machine.nproc)).collect(),
             cells: summaries,
         };
         write(p, serde_json::to_string_pretty(&report).expect("the report serialises") + "\n")?;
     }
-    Ok(if failed.is_empty() && !interrupted { 0 } else { 1 })
+    Ok(bench::exit_status(interrupted, failed.is_empty()))
 }
 
 /// A cell of the grid.
@@ -366,7 +373,7 @@ struct Cell {
 }
 
 /// One run of the workload; stops the benchmark (Err) when the library did not load as
-/// asked.
+/// asked. None when the command was interrupted: the run is not finished.
 fn run_once(
     exe: &Path,
     lib: &Path,
@@ -375,7 +382,7 @@ fn run_once(
     cell: Cell,
     arm: Arm,
     run: u64,
-) -> Result<(RunRecord, Vec<Effective>), Failure> {
+) -> Result<Option<(RunRecord, Vec<Effective>)>, Failure> {
     let mut cmd = Command::new(exe);
     cmd.arg("__rwlock_workload")
         .args(["--threads", &cell.threads.to_string(), "--load", &cell.load.to_string()])
@@ -392,10 +399,11 @@ fn run_once(
         sample: None,
         error: None,
     };
-    let done = match child::run(&mut cmd, true, false) {
+    let done = match child::run(&mut cmd, child::Output::Keep) {
+        _ if child::interrupted().is_some() => return Ok(None),
         Err(e) => {
             rec.error = Some(format!("cannot start the workload: {e}"));
-            return Ok((rec, Vec::new()));
+            return Ok(Some((rec, Vec::new())));
         }
         Ok(done) => done,
     };
@@ -415,7 +423,7 @@ fn run_once(
             Err(e) => rec.error = Some(e),
         }
     }
-    Ok((rec, done.loads))
+    Ok(Some((rec, done.loads)))
 }
 
 /// The physical bound of a cell, in acquisitions per second, for a load of `load`

@@ -116,6 +116,8 @@ pub fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(Failure::Usage(sub, msg)) => {
             let mut cmd = Cli::command();
+            // Built, the subcommand's usage line reads `spinmutex SUB ...`.
+            cmd.build();
             let cmd = cmd.find_subcommand_mut(sub).expect("a known subcommand");
             cmd.error(clap::error::ErrorKind::ValueValidation, msg).exit()
         }

@@ -12,18 +12,28 @@ pub const LIB_NAME: &str = "libspinmutex.so";
 
 /// Where the library is: `$SPINMUTEX_LIB` when set, else beside this command, else in
 /// `../lib` relative to it. The path returned is absolute.
+/// The file found is checked to be this project's library, of this command's version.
 pub fn find() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(names::LIB.name).filter(|p| !p.is_empty()) {
         let path = PathBuf::from(&p);
-        return absolute(&path)
-            .ok_or_else(|| format!("{}={}: no such file", names::LIB.name, path.display()));
+        let given = format!("{}={}", names::LIB.name, path.display());
+        if path.is_dir() {
+            let inside = path.join(LIB_NAME);
+            let hint = if inside.is_file() { format!(" (give {})", inside.display()) } else { String::new() };
+            return Err(format!("{given} is a directory; it must name the library file{hint}"));
+        }
+        let found = absolute(&path).ok_or_else(|| format!("{given}: no such file"))?;
+        return check(&found).map(|()| found).map_err(|e| format!("{given}: {e}"));
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this command's own path: {e}"))?;
     let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
     let candidates = [dir.join(LIB_NAME), dir.join("..").join("lib").join(LIB_NAME)];
     for c in &candidates {
         if let Some(found) = absolute(c) {
-            return Ok(found);
+            return match check(&found) {
+                Ok(()) => Ok(found),
+                Err(e) => Err(format!("{}: {e}", found.display())),
+            };
         }
     }
     Err(format!(
@@ -32,6 +42,42 @@ pub fn find() -> Result<PathBuf, String> {
         candidates[1].display(),
         names::LIB.name
     ))
+}
+
+/// The exported symbol that holds the library's version (NUL-terminated).
+const VERSION_SYMBOL: &str = "spinmutex_version";
+
+/// Checks that `path` is libspinmutex.so of this command's version, by the version
+/// symbol it exports, read from the file (nothing is loaded).
+fn check(path: &Path) -> Result<(), String> {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let data = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let not_ours = |why: &str| {
+        format!("not the spinmutex library ({why}): point {} at libspinmutex.so", names::LIB.name)
+    };
+    let file = object::File::parse(&*data).map_err(|_| not_ours("not a shared library"))?;
+    let symbol = file
+        .dynamic_symbols()
+        .find(|s| s.name() == Ok(VERSION_SYMBOL))
+        .ok_or_else(|| not_ours(&format!("it exports no {VERSION_SYMBOL}")))?;
+    let version = symbol
+        .section_index()
+        .and_then(|i| file.section_by_index(i).ok())
+        .and_then(|section| {
+            let bytes = section.data().ok()?;
+            let start = usize::try_from(symbol.address().checked_sub(section.address())?).ok()?;
+            let rest = bytes.get(start..)?;
+            let end = rest.iter().position(|&b| b == 0)?;
+            String::from_utf8(rest[..end].to_vec()).ok()
+        })
+        .ok_or_else(|| not_ours(&format!("its {VERSION_SYMBOL} cannot be read")))?;
+    let mine = env!("CARGO_PKG_VERSION");
+    if version != mine {
+        return Err(format!(
+            "libspinmutex.so version {version}, but this command is version {mine}: install both from one build"
+        ));
+    }
+    Ok(())
 }
 
 fn absolute(p: &Path) -> Option<PathBuf> {

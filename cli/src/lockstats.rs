@@ -20,6 +20,42 @@ use serde_json::{Map, Value};
 use crate::symbolize::{self, Resolved, Resolver};
 use crate::text::Table;
 
+/// The order of a report's classes (and of the instances under each).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sort {
+    /// Longest total wait first: what the lock cost its threads
+    #[default]
+    Wait,
+    /// Most contended acquisitions first
+    Contended,
+    /// Longest total hold first
+    Hold,
+    /// Most acquisitions first
+    Acquisitions,
+}
+
+impl Sort {
+    /// The figures compared, most significant first (larger is hotter).
+    pub fn key(self, c: &Counters) -> (u64, u64, u64) {
+        match self {
+            Sort::Wait => (c.wait_ns_total, c.contended, c.locked),
+            Sort::Contended => (c.contended, c.wait_ns_total, c.locked),
+            Sort::Hold => (c.hold_ns_total, c.locked, c.contended),
+            Sort::Acquisitions => (c.locked, c.contended, c.wait_ns_total),
+        }
+    }
+
+    /// What the first figure of [`Sort::key`] is, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Sort::Wait => "time waited",
+            Sort::Contended => "contended acquisitions",
+            Sort::Hold => "time held",
+            Sort::Acquisitions => "acquisitions",
+        }
+    }
+}
+
 /// The counters of a row.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -231,14 +267,22 @@ impl Class {
 
     /// The call site of the class: its first frame (`F+0xOFF (file:line)`, or
     /// module+offset when nothing names it) and the caller of that (many locks are made
-    /// by one wrapper function: its caller tells them apart); when neither has a name,
-    /// the first frame further up that has one.
+    /// by one wrapper function: its caller tells them apart), which for a function
+    /// inlined at the first frame is the function it was inlined into; when neither has
+    /// a name, the first frame further up that has one.
     pub fn site(&self) -> String {
         let Some(first) = self.frames.first() else { return "-".into() };
         let told = |f: &Frame| f.describe(true).unwrap_or_else(|| f.place());
         let mut s = told(first);
-        if let Some(caller) = self.frames.get(1) {
-            let _ = write!(s, ", called from {}", told(caller));
+        let inlined_into = first.resolved.inlined_into.first().and_then(|outer| {
+            let name = outer.function.clone()?;
+            Some(match (&outer.file, outer.line) {
+                (Some(file), Some(line)) => format!("{name} ({}:{line})", file_name(file)),
+                _ => name,
+            })
+        });
+        if let Some(caller) = inlined_into.or_else(|| self.frames.get(1).map(told)) {
+            let _ = write!(s, ", called from {caller}");
         }
         if self.frames.iter().take(2).all(|f| f.describe(true).is_none()) {
             let named =
@@ -334,6 +378,16 @@ impl ProcessReport {
         serde_json::from_value(Value::Object(map)).map_err(|e| format!("not a statistics report: {e}"))
     }
 
+    /// Orders the classes, and the instances under each, by `by` (hottest first; ties
+    /// keep the report's order) and numbers the classes anew.
+    pub fn sort(&mut self, by: Sort) {
+        self.classes.sort_by_key(|c| std::cmp::Reverse(by.key(&c.counters)));
+        for (n, c) in self.classes.iter_mut().enumerate() {
+            c.rank = n as u64 + 1;
+            c.instances.sort_by_key(|i| std::cmp::Reverse(by.key(&i.counters)));
+        }
+    }
+
     /// Keeps the first `top` classes and folds the rest into the "others" row, so that
     /// the rows still add up.
     pub fn keep_top(&mut self, top: usize) {
@@ -398,13 +452,16 @@ fn avg(total: u64, n: u64) -> u64 {
     total.checked_div(n).unwrap_or(0)
 }
 
-const HEADER: [&str; 14] = [
+const HEADER: [&str; 17] = [
     "#",
     "mutexes",
     "live",
     "locked",
     "changed",
     "cont.",
+    "spins",
+    "sleeps",
+    "handoffs",
     "wait tot ms",
     "avg ms",
     "max ms",
@@ -426,6 +483,9 @@ fn row(mark: &str, made: Option<(u64, u64)>, c: &Counters, kind: &str, what: &st
         c.locked.to_string(),
         c.owner_changes.to_string(),
         c.contended.to_string(),
+        c.spins.to_string(),
+        c.sleeps.to_string(),
+        c.handoffs.to_string(),
         ms(c.wait_ns_total),
         ms(avg(c.wait_ns_total, c.contended)),
         ms(c.wait_ns_max),
@@ -534,9 +594,10 @@ pub fn render_text(r: &ProcessReport) -> String {
     if !r.classes.is_empty() {
         let _ = writeln!(out, "\nCall stacks of the classes (innermost first):");
         for c in &r.classes {
-            let how = match c.origin.as_str() {
-                "init" => "made by pthread_mutex_init",
-                "first lock" => "statically initialised, first locked",
+            let how = match (c.origin.as_str(), c.is_rwlock()) {
+                ("init", false) => "made by pthread_mutex_init",
+                ("init", true) => "made by pthread_rwlock_init",
+                ("first lock", _) => "statically initialised, first locked",
                 _ => "of unknown origin",
             };
             let _ = writeln!(

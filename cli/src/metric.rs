@@ -37,6 +37,11 @@ impl Metric {
         self.regex.as_str()
     }
 
+    /// Whether `line` holds a match (the number in it may still not parse).
+    pub fn matches(&self, line: &str) -> bool {
+        self.regex.is_match(line)
+    }
+
     /// Searches each line of `stdout`, then each line of `stderr`; the first line that
     /// matches decides.
     pub fn extract(&self, stdout: &str, stderr: &str) -> Result<Found, String> {

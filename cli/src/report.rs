@@ -24,7 +24,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::lockstats::{self, ProcessReport};
+use crate::lockstats::{self, ProcessReport, Sort};
 use crate::svg::{self, colour, escape, Layout};
 use crate::symbolize::{self, Resolver};
 use crate::text::{duration_ns, short_count, Table};
@@ -69,6 +69,11 @@ pub struct ReportArgs {
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub top: u64,
 
+    /// The order of a statistics report's lock classes: wait (total time waited),
+    /// contended (contended acquisitions), hold (total time held), acquisitions
+    #[arg(long, value_name = "KEY", value_enum, default_value_t = Sort::Wait)]
+    pub sort: Sort,
+
     /// Draw histogram bars with '#' instead of block characters
     #[arg(long)]
     pub ascii: bool,
@@ -93,8 +98,19 @@ pub fn main(a: ReportArgs) -> Result<u8, Failure> {
         }
         .map_err(|e| Failure::Runtime(format!("cannot read {input}: {e}")))?;
     }
+    // A file that holds nothing is an error, unless its forked children's files
+    // (FILE.<pid>) hold what it would have.
+    let has_children = |i: &Input| {
+        let prefix = format!("{}.", i.file);
+        loaded.inputs.iter().any(|o| o.file.starts_with(&prefix) && o.nothing().is_none())
+    };
+    let empty = loaded.inputs.iter().filter(|i| !has_children(i)).find_map(|i| Some((i, i.nothing()?)));
+    if let Some((input, why)) = empty {
+        return Err(Failure::Runtime(format!("{}: nothing to report: {why}", input.file)));
+    }
     let mut dirs = vec![PathBuf::from(symbolize::DEFAULT_DEBUG_DIR)];
     dirs.extend(a.debug_dirs.iter().cloned());
+    loaded.sort = a.sort;
     loaded.resolve(&mut Resolver::new(dirs), a.top as usize);
     let out = if a.json {
         let mut s = serde_json::to_string_pretty(&loaded.json())
@@ -224,7 +240,36 @@ pub struct Input {
     pub malformed: u64,
     /// The processes whose events or reports it holds.
     pub pids: BTreeSet<u64>,
+    /// It holds the library's text report (which only the JSON one replaces here).
+    #[serde(skip)]
+    pub text_report: bool,
 }
+
+impl Input {
+    /// Why an input gives nothing to report, if it does not.
+    fn nothing(&self) -> Option<String> {
+        if self.events > 0 || self.reports > 0 {
+            return None;
+        }
+        Some(if self.text_report {
+            "it holds the library's text report, which is read as it is; for `spinmutex report` have \
+             the library write JSON (SPINMUTEX_STATS=json SPINMUTEX_STATS_FILE=FILE), or use \
+             `spinmutex run --stats`"
+                .to_string()
+        } else if self.lines == 0 {
+            "it is empty".to_string()
+        } else {
+            format!(
+                "none of its {} lines is a statistics report (SPINMUTEX_STATS=json) or a trace event \
+                 (SPINMUTEX_TRACE_FORMAT=json)",
+                self.lines
+            )
+        })
+    }
+}
+
+/// The first line of the library's text report.
+const TEXT_REPORT_HEAD: &str = "spinmutex: lock statistics for pid ";
 
 /// Everything read: statistics reports and a trace.
 #[derive(Debug, Default)]
@@ -232,6 +277,8 @@ pub struct Loaded {
     pub inputs: Vec<Input>,
     pub reports: Vec<ProcessReport>,
     pub trace: Trace,
+    /// The order of each report's classes.
+    pub sort: Sort,
 }
 
 impl Loaded {
@@ -251,6 +298,7 @@ impl Loaded {
                 self.trace.skip_line("not UTF-8".to_string());
                 continue;
             };
+            input.text_report |= line.starts_with(TEXT_REPORT_HEAD);
             if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line.trim()) {
                 if lockstats::is_report(&map) {
                     self.trace.lines += 1;
@@ -285,6 +333,7 @@ impl Loaded {
     /// trace label mutexes by the classes the reports list them under.
     pub fn resolve(&mut self, resolver: &mut Resolver, top: usize) {
         for r in &mut self.reports {
+            r.sort(self.sort);
             r.keep_top(top);
             r.resolve(resolver);
             for c in &r.classes {
@@ -363,7 +412,7 @@ impl Loaded {
 
     pub fn render_svg(&self) -> String {
         let files: Vec<&str> = self.inputs.iter().map(|i| i.file.as_str()).collect();
-        render_svg_all(&self.trace, &self.reports, &files.join(", "))
+        render_svg_all(&self.trace, &self.reports, self.sort, &files.join(", "))
     }
 }
 
@@ -1335,32 +1384,36 @@ fn mutex_bars(t: &Trace, strategies: &[&str]) -> Vec<Bar> {
         .collect()
 }
 
-/// The statistics reports' hottest classes, by contended acquisitions, labelled by
-/// call site.
-fn class_bars(reports: &[ProcessReport]) -> Vec<Bar> {
+/// The statistics reports' hottest classes in the order `sort` gives, labelled by
+/// call site; a bar's length is the figure they are sorted by.
+fn class_bars(reports: &[ProcessReport], sort: Sort) -> Vec<Bar> {
     let several = reports.len() > 1;
     let mut all: Vec<(&ProcessReport, &lockstats::Class)> =
         reports.iter().flat_map(|r| r.classes.iter().map(move |c| (r, c))).collect();
-    all.sort_by(|a, b| {
-        (b.1.counters.contended, b.1.counters.wait_ns_total, b.1.counters.locked).cmp(&(
-            a.1.counters.contended,
-            a.1.counters.wait_ns_total,
-            a.1.counters.locked,
-        ))
-    });
+    all.sort_by_key(|(_, c)| std::cmp::Reverse(sort.key(&c.counters)));
     all.into_iter()
         .take(TOP_MUTEXES_IN_SVG)
         .map(|(r, c)| {
             let k = &c.counters;
-            let wait = fmt_ns(k.wait_ns_total as f64);
+            // Times are drawn in milliseconds.
+            let (value, figure) = match sort {
+                Sort::Wait => {
+                    (k.wait_ns_total as f64 / 1e6, format!("wait {}", fmt_ns(k.wait_ns_total as f64)))
+                }
+                Sort::Contended => (k.contended as f64, format!("{} contended", k.contended)),
+                Sort::Hold => {
+                    (k.hold_ns_total as f64 / 1e6, format!("hold {}", fmt_ns(k.hold_ns_total as f64)))
+                }
+                Sort::Acquisitions => (k.locked as f64, format!("{} acquisitions", k.locked)),
+            };
             let text = if several {
-                format!("{} (wait {wait}; {}, pid {})", k.contended, r.strategy, r.pid)
+                format!("{figure} ({} contended; {}, pid {})", k.contended, r.strategy, r.pid)
             } else {
-                format!("{} (wait {wait})", k.contended)
+                format!("{figure} ({} contended)", k.contended)
             };
             Bar {
                 label: c.site(),
-                value: k.contended as f64,
+                value,
                 colour: colour(&r.strategy, 0),
                 text,
                 tooltip: format!(
@@ -1381,7 +1434,7 @@ fn class_bars(reports: &[ProcessReport]) -> Vec<Bar> {
 
 /// The chart: for a trace, wait-time and spins histograms per strategy and the hottest
 /// mutexes; for statistics reports, the hottest lock classes.
-pub fn render_svg_all(t: &Trace, reports: &[ProcessReport], file: &str) -> String {
+pub fn render_svg_all(t: &Trace, reports: &[ProcessReport], sort: Sort, file: &str) -> String {
     let width = 2.0 * PANEL_W + 20.0;
     let header = 70.0;
     let trace_rows = if t.events > 0 || reports.is_empty() { 2.0 } else { 0.0 };
@@ -1478,9 +1531,12 @@ pub fn render_svg_all(t: &Trace, reports: &[ProcessReport], file: &str) -> Strin
             &mut s,
             10.0,
             y,
-            "Hottest lock classes: contended acquisitions, by call site",
-            "contended acquisitions",
-            &class_bars(reports),
+            &format!("Hottest lock classes: {}, by call site", sort.describe()),
+            &match sort {
+                Sort::Wait | Sort::Hold => format!("{} (ms)", sort.describe()),
+                _ => sort.describe().to_string(),
+            },
+            &class_bars(reports, sort),
             "no lock class was contended",
         );
     }
@@ -1490,7 +1546,7 @@ pub fn render_svg_all(t: &Trace, reports: &[ProcessReport], file: &str) -> Strin
 
 /// The trace's chart alone.
 pub fn render_svg(t: &Trace, file: &str) -> String {
-    render_svg_all(t, &[], file)
+    render_svg_all(t, &[], Sort::Wait, file)
 }
 
 #[cfg(test)]
@@ -1692,6 +1748,7 @@ mod tests {
                 files: vec!["t.json".into()],
                 svg: Some("o.svg".into()),
                 top: 3,
+                sort: Sort::Wait,
                 ascii: true,
                 json: true,
                 debug_dirs: vec![PathBuf::from("/d")],

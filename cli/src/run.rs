@@ -1,5 +1,6 @@
 //! `spinmutex run`: run a command with the library preloaded.
 
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -7,6 +8,7 @@ use clap::Args;
 use spinmutex_names::{self as names, Stats, Strategy};
 
 use crate::library::{self, parse_arm, Arm};
+use crate::lockstats::Sort;
 use crate::report;
 use crate::settings::{self, Expected, LibSettings};
 use crate::symbolize::Resolver;
@@ -17,22 +19,34 @@ use crate::{child, handshake, Failure};
 #[command(long_about = "Run a command with libspinmutex.so preloaded.\n\n\
     The library is appended to any LD_PRELOAD already set. CMD's exit status is passed \
     through; a CMD killed by a signal is reported on stderr and gives 128 + the signal \
-    number. While CMD runs, SIGINT and SIGQUIT are left to it and SIGTERM and SIGHUP are \
-    forwarded to it. A CMD that cannot be started gives 127 (not found) or 126.\n\n\
+    number. A CMD that cannot be started gives 127 (not found) or 126.\n\n\
+    In the foreground of a terminal CMD shares run's process group, so that it can read the \
+    terminal, and gets Ctrl-C (SIGINT) and SIGQUIT from the terminal itself: run ignores them. \
+    Otherwise CMD runs in a process group of its own. SIGTERM and SIGHUP (and SIGINT when \
+    not in a terminal's foreground) sent to run stop CMD, its whole process group when it \
+    has its own (SIGTERM, then SIGKILL 2 s later); run then reports the statistics written \
+    so far and exits with 128 + the signal number.\n\n\
     Every process of CMD that loads the library reports it; when none does (a static or \
     setuid program, or one that clears LD_PRELOAD), or the settings it reports are not the \
     ones asked for, run says so and exits with 1 (or CMD's own non-zero status).\n\n\
     With --stats (or --stats=text, --stats=json) the library writes its statistics as JSON \
     to a file of this command's (or to --stats-file, which is kept), and when CMD has exited \
-    run prints every process's report on standard error, with each call site named \
+    run prints every process's report on standard error (with --stats-file -, on standard \
+    output, which then carries nothing else: CMD's own standard output goes to standard \
+    error, so that `run --stats=json --stats-file - -- CMD | jq` reads the report alone), with each call site named \
     (function+offset, file:line) from the files on this machine, as `spinmutex report` \
     does; --stats=json prints it as `spinmutex report --json` does. Only processes that \
     locked a mutex have a report.")]
 pub struct RunArgs {
-    /// The strategy: glibc, futex, spin; `none` runs CMD without the library
+    /// The strategy: glibc, futex, spin, kernel; `none` runs CMD without the library
     /// [SPINMUTEX_STRATEGY; default: the environment's, else spin]
     #[arg(long, value_name = "S", value_parser = parse_arm)]
     pub strategy: Option<Arm>,
+
+    /// With --stats: the order of the lock classes: wait (total time waited),
+    /// contended (contended acquisitions), hold (total time held), acquisitions
+    #[arg(long, value_name = "KEY", value_enum, default_value_t = Sort::Wait)]
+    pub sort: Sort,
 
     /// Print the settings the library reports from each process it loaded in
     #[arg(short, long)]
@@ -50,6 +64,13 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
     let mut env = a.settings.env();
     // --stats: the library writes JSON to a file, and this command reports it.
     let stats = a.settings.stats.as_ref().map(|g| g.value).filter(|s| *s != Stats::Off);
+    let stats_to_stdout = a.settings.stats_file.as_ref().is_some_and(|f| f.raw == "-");
+    if stats_to_stdout && stats.is_none() {
+        return Err(Failure::Usage(
+            "run",
+            "--stats-file - (the report on standard output) needs --stats or --stats=json".into(),
+        ));
+    }
     let stats_file = match stats {
         Some(_) => Some(StatsFile::new(&mut env).map_err(Failure::Runtime)?),
         None => None,
@@ -64,19 +85,34 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
             Arm::Strategy(strategy)
         }
     };
+    if arm == Arm::None && stats.is_some() {
+        return Err(Failure::Usage(
+            "run",
+            "--stats needs the library, and --strategy none runs CMD without it: choose one".into(),
+        ));
+    }
     let lib =
         if arm.strategy().is_some() { library::find().map_err(Failure::Runtime)? } else { PathBuf::new() };
     let mut cmd = Command::new(&a.command[0]);
     cmd.args(&a.command[1..]);
     library::apply(arm, &mut cmd, &lib, &env);
-    let done = match child::run(&mut cmd, false, true) {
+    if stats_to_stdout {
+        // Standard output carries the report alone: the command's own goes to stderr.
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Failure::Runtime(format!("cannot duplicate standard error: {e}")))?;
+        cmd.stdout(stderr);
+    }
+    child::catch_interrupts();
+    let done = match child::run(&mut cmd, child::Output::Inherit) {
         Ok(done) => done,
         Err(e) => {
             eprintln!("spinmutex run: cannot run {}: {e}", a.command[0]);
             return Ok(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 });
         }
     };
-    if let child::Termination::Signaled { .. } = done.termination {
+    if let (child::Termination::Signaled { .. }, None) = (done.termination, child::interrupted()) {
         eprintln!("spinmutex run: {} {}", a.command[0], done.termination.describe());
     }
     let status = done.termination.shell_status();
@@ -89,8 +125,14 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
             eprintln!("spinmutex run: loaded in pid {} ({}): {}", e.pid, e.exe, e.describe());
         }
     }
-    if let (Some(format), Some(file)) = (stats, &stats_file) {
-        print_statistics(file, format == Stats::Json, &done.loads);
+    // A library that did not load wrote no statistics: only that is said (below).
+    let unloaded = arm.strategy().is_some() && done.loads.is_empty();
+    if let (Some(format), Some(file), false) = (stats, &stats_file, unloaded) {
+        print_statistics(file, format == Stats::Json, a.sort, &done.loads);
+    }
+    if let Some(sig) = child::interrupted() {
+        eprintln!("spinmutex run: interrupted by {}; {} stopped", child::signal_name(sig), a.command[0]);
+        return Ok(child::interrupted_status(sig));
     }
     match arm.strategy() {
         None if !done.loads.is_empty() => {
@@ -120,10 +162,12 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
 }
 
 /// Where the library writes its statistics for `run --stats`: `--stats-file` (or an
-/// `-e SPINMUTEX_STATS_FILE`), kept; else a new temporary file, removed afterwards.
+/// `-e SPINMUTEX_STATS_FILE`), kept; else (and for `-`, which sends the report to
+/// standard output) a new temporary file, removed afterwards.
 struct StatsFile {
     path: PathBuf,
     temporary: bool,
+    to_stdout: bool,
 }
 
 impl StatsFile {
@@ -131,8 +175,12 @@ impl StatsFile {
     fn new(env: &mut Vec<(String, String)>) -> Result<StatsFile, String> {
         env.retain(|(k, _)| k != names::STATS.name);
         env.push((names::STATS.name.to_string(), "json".to_string()));
+        let to_stdout = env.iter().any(|(k, v)| k == names::STATS_FILE.name && v == "-");
+        if to_stdout {
+            env.retain(|(k, _)| k != names::STATS_FILE.name);
+        }
         if let Some((_, path)) = env.iter().find(|(k, _)| k == names::STATS_FILE.name) {
-            return Ok(StatsFile { path: PathBuf::from(path), temporary: false });
+            return Ok(StatsFile { path: PathBuf::from(path), temporary: false, to_stdout });
         }
         let dir = std::env::temp_dir();
         for n in 0..100u32 {
@@ -141,7 +189,7 @@ impl StatsFile {
             match created {
                 Ok(_) => {
                     env.push((names::STATS_FILE.name.to_string(), path.display().to_string()));
-                    return Ok(StatsFile { path, temporary: true });
+                    return Ok(StatsFile { path, temporary: true, to_stdout });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(format!("cannot create a statistics file in {}: {e}", dir.display())),
@@ -165,9 +213,9 @@ impl Drop for StatsFile {
 
 /// Prints, on standard error, the statistics reports in `file` of the processes that
 /// loaded the library in this run, with their call sites named.
-fn print_statistics(stats: &StatsFile, json: bool, loads: &[crate::Effective]) {
+fn print_statistics(stats: &StatsFile, json: bool, sort: Sort, loads: &[crate::Effective]) {
     let file = stats.path();
-    let mut loaded = report::Loaded::default();
+    let mut loaded = report::Loaded { sort, ..Default::default() };
     let read = std::fs::File::open(file)
         .and_then(|f| loaded.read(&file.display().to_string(), std::io::BufReader::new(f)));
     if let Err(e) = read {
@@ -195,5 +243,9 @@ fn print_statistics(stats: &StatsFile, json: bool, loads: &[crate::Effective]) {
     } else {
         loaded.render_text(usize::MAX, false)
     };
-    eprint!("{text}");
+    if stats.to_stdout {
+        print!("{text}");
+    } else {
+        eprint!("{text}");
+    }
 }

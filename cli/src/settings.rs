@@ -4,8 +4,10 @@
 //! what the library reports when it loads.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use clap::Args;
+
 use serde::{Deserialize, Serialize};
 use spinmutex_names::{self as names, Invalid, LoadReport, Nanos, Setting, SpinLimit, Stats, Strategy};
 
@@ -216,21 +218,33 @@ impl Effective {
                 on(self.trace)
             );
         }
-        let ps = u64::from(self.pause_ps);
-        let pauses = (self.spin_limit_ns * 1000 + ps / 2).checked_div(ps).unwrap_or(0);
-        format!(
-            "strategy={} spin_limit={} (≈{pauses} pauses of {:.1} ns) max_spinners={} handoff_after={} \
-             handoff_wait={} fair={} stats={} trace={}",
-            self.strategy,
-            Nanos(self.spin_limit_ns),
-            self.pause_ps as f64 / 1000.0,
-            self.max_spinners,
-            self.handoff_after,
-            Nanos(self.handoff_wait_ns),
-            u8::from(self.fair),
-            self.stats,
-            on(self.trace)
-        )
+        // Only the settings the strategy uses: futex never spins, and under kernel the
+        // kernel decides how long to spin and nothing is handed off.
+        let mut line = format!("strategy={}", self.strategy);
+        if self.strategy == Strategy::Spin.name() {
+            let ps = u64::from(self.pause_ps);
+            let pauses = (self.spin_limit_ns * 1000 + ps / 2).checked_div(ps).unwrap_or(0);
+            let _ = write!(
+                line,
+                " spin_limit={} (≈{pauses} pauses of {:.1} ns) max_spinners={}",
+                Nanos(self.spin_limit_ns),
+                self.pause_ps as f64 / 1000.0,
+                self.max_spinners
+            );
+        }
+        if self.strategy != Strategy::Kernel.name() {
+            let _ = write!(
+                line,
+                " handoff_after={} handoff_wait={}",
+                self.handoff_after,
+                Nanos(self.handoff_wait_ns)
+            );
+        }
+        if self.strategy == Strategy::Spin.name() {
+            let _ = write!(line, " fair={}", u8::from(self.fair));
+        }
+        let _ = write!(line, " stats={} trace={}", self.stats, on(self.trace));
+        line
     }
 }
 

@@ -290,6 +290,256 @@ fn run_of_a_static_program_fails_with_the_causes() {
     assert!(o.stderr.contains("did not load") && o.stderr.contains("statically linked"), "{}", o.stderr);
 }
 
+/// The line of `c-tests/NAME` marked `SITE tag`.
+fn site_line(name: &str, tag: &str) -> usize {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../c-tests").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mark = format!("/* SITE {tag} */");
+    text.lines().position(|l| l.contains(&mark)).unwrap_or_else(|| panic!("no {mark} in {name}")) + 1
+}
+
+/// The hot lock is the one its threads waited for longest: a lock held around slow
+/// work (2 contended acquisitions, ~600 ms waited) comes before a busy one (thousands
+/// of short waits), in `run --stats`, in `report` and its SVG, and in the library's own
+/// report (whose SPINMUTEX_STATS_TOP keeps the top by wait); `--sort` gives the other
+/// orders. The rows show spins, sleeps and handoffs, and still add up.
+fn the_hot_lock_is_ranked_by_time_waited() {
+    let program = c_test("wait_ranking");
+    let prog = program.to_str().unwrap();
+    let first_row = |text: &str| text.lines().find(|l| l.starts_with("1 ")).unwrap_or("").to_string();
+    let o = run(&["run", "--stats", "--", prog]);
+    o.assert_success("run --stats");
+    let header = o.stderr.lines().find(|l| l.starts_with("#")).expect("a header");
+    for column in ["spins", "sleeps", "handoffs"] {
+        assert!(header.contains(column), "no {column} column: {header}");
+    }
+    assert!(first_row(&o.stderr).contains("make_io_lock"), "{}", o.stderr);
+    common::stats::text_rows_add_up(&o.stderr).unwrap();
+    let o = run(&["run", "--stats", "--sort", "contended", "--", prog]);
+    o.assert_success("run --stats --sort contended");
+    assert!(first_row(&o.stderr).contains("make_busy_lock"), "{}", o.stderr);
+
+    // The library's own report: its order, and the one class SPINMUTEX_STATS_TOP=1 keeps.
+    let dir = scratch();
+    let json = dir.path().join("stats.json");
+    let env = format!("SPINMUTEX_STATS_FILE={}", json.display());
+    let o =
+        run(&["run", "-e", "SPINMUTEX_STATS=json", "-e", &env, "-e", "SPINMUTEX_STATS_TOP=1", "--", prog]);
+    o.assert_success("run with the library's JSON report");
+    let report = common::stats::json_report(&json);
+    common::stats::assert_rows_add_up(&report);
+    assert_eq!(report["classes"][0]["counters"]["locked"], 3, "the lock held around slow work:\n{report:#}");
+    let o = run(&["run", "-e", "SPINMUTEX_STATS=1", "-e", "SPINMUTEX_STATS_TOP=1", "--", prog]);
+    o.assert_success("run with the library's text report");
+    let rows = common::stats::text_rows_add_up(&o.stderr).unwrap();
+    assert_eq!(rows[0].1, 3, "the first row is the lock held around slow work:\n{}", o.stderr);
+    let header = o.stderr.lines().find(|l| l.trim_start().starts_with("#")).expect("a header");
+    assert!(header.contains("spins") && header.contains("handoffs"), "{header}");
+
+    // report: the same order in text and in the SVG; --sort in both.
+    let full = dir.path().join("full.json");
+    let env = format!("SPINMUTEX_STATS_FILE={}", full.display());
+    run(&["run", "-e", "SPINMUTEX_STATS=json", "-e", &env, "--", prog]).assert_success("run");
+    let svg = dir.path().join("chart.svg");
+    for (sort, hot, cold) in
+        [("wait", "make_io_lock", "make_busy_lock"), ("contended", "make_busy_lock", "make_io_lock")]
+    {
+        let o = run(&["report", full.to_str().unwrap(), "--sort", sort, "--svg", svg.to_str().unwrap()]);
+        o.assert_success("report --sort");
+        assert!(first_row(&o.stdout).contains(hot), "--sort {sort}:\n{}", o.stdout);
+        let chart = std::fs::read_to_string(&svg).unwrap();
+        let classes = &chart[chart.find("Hottest lock classes").expect("a class panel")..];
+        let (h, c) = (classes.find(hot).unwrap(), classes.find(cold).unwrap());
+        assert!(h < c, "--sort {sort}: {hot} is not drawn first");
+    }
+    let o = run(&["report", full.to_str().unwrap()]);
+    assert!(first_row(&o.stdout).contains("make_io_lock"), "the default is by wait:\n{}", o.stdout);
+}
+
+/// An rwlock's class says it was made by pthread_rwlock_init; a class made in a function
+/// inlined into main is told as made there, called from main.
+fn classes_are_labelled_by_their_real_maker_and_caller() {
+    let program = c_test("wait_ranking");
+    let o = run(&["run", "--stats", "--", program.to_str().unwrap()]);
+    o.assert_success("run --stats");
+    let stacks = &o.stderr[o.stderr.find("Call stacks").expect("call stacks")..];
+    let rw = stacks
+        .lines()
+        .find(|l| l.contains("rwlock") && l.trim_start().starts_with('#'))
+        .expect("an rwlock class");
+    assert!(rw.contains("made by pthread_rwlock_init"), "{rw}");
+    assert!(!o.stderr.contains("rwlock, 1 rwlock, 1 live, made by pthread_mutex_init"), "{}", o.stderr);
+    let want = format!(
+        "made at queue_new (wait_ranking.c:{}), called from main (wait_ranking.c:{})",
+        site_line("wait_ranking.c", "queue_new"),
+        site_line("wait_ranking.c", "main")
+    );
+    assert!(o.stderr.contains(&want), "no {want:?} in:\n{}", o.stderr);
+}
+
+/// `--stats-file -` puts the report on standard output, alone: the program's own output
+/// goes to standard error, so that the report pipes into jq.
+fn run_stats_file_dash_pipes_the_report_alone() {
+    let program = c_test("stats_sites");
+    let prog = program.to_str().unwrap();
+    let o = run(&["run", "--stats=json", "--stats-file", "-", "--", prog]);
+    o.assert_success("run --stats=json --stats-file -");
+    let v: serde_json::Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", o.stdout));
+    assert_eq!(v["statistics"][0]["classes"][0]["frames"][0]["function"], "make_hot_lock", "{v:#}");
+    assert!(o.stderr.contains("total "), "the program's output goes to stderr:\n{}", o.stderr);
+    let o = run(&["run", "--stats", "--stats-file", "-", "--", prog]);
+    o.assert_success("run --stats --stats-file -");
+    assert!(o.stdout.starts_with("== Lock statistics of pid "), "{}", o.stdout);
+    assert!(!o.stdout.contains("total ") && o.stderr.contains("total "), "{o:?}");
+    let o = run(&["run", "--stats-file", "-", "--", prog]);
+    assert_eq!(code(&o), Some(2), "--stats-file - without --stats: {o:?}");
+}
+
+/// `ab --json -` writes the JSON alone on standard output; the text report goes to
+/// standard error.
+fn ab_json_dash_writes_json_alone_on_stdout() {
+    let dir = scratch();
+    let o = run_in(
+        dir.path(),
+        &["ab", "-n", "2", "--warmup", "0", "-s", "glibc", "--without-none", "--json", "-", "--", "true"],
+    );
+    o.assert_success("ab --json -");
+    let report: AbReport =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", o.stdout));
+    assert_eq!(report.runs.len(), 2);
+    assert!(o.stderr.contains("wall time"), "the text report goes to stderr:\n{}", o.stderr);
+    assert!(!dir.path().join("-").exists(), "ab created a file named '-'");
+    let o = run(&["ab", "--json", "-", "--show-output", "--", "true"]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Outcome {
+    let mut cmd = spinmutex(args);
+    cmd.current_dir(dir);
+    run_bounded(cmd, LIMIT)
+}
+
+/// `report` on a file with nothing it reads fails with one line that says why: the
+/// library's text report (naming the JSON to write instead), an empty file, a file of
+/// something else.
+fn report_fails_loudly_on_a_file_without_reports_or_events() {
+    let dir = scratch();
+    let text = dir.path().join("stats.txt");
+    let env = format!("SPINMUTEX_STATS_FILE={}", text.display());
+    run(&["run", "-e", "SPINMUTEX_STATS=1", "-e", &env, "--", c_test("stats_sites").to_str().unwrap()])
+        .assert_success("run with the library's text report");
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "").unwrap();
+    for (file, says) in [
+        (text.to_str().unwrap(), "SPINMUTEX_STATS=json"),
+        (empty.to_str().unwrap(), "it is empty"),
+        ("/etc/passwd", "is a statistics report"),
+    ] {
+        let o = run(&["report", file]);
+        assert_eq!(code(&o), Some(1), "report {file}: {o:?}");
+        assert_eq!(o.stderr.lines().count(), 1, "one line: {}", o.stderr);
+        assert!(o.stderr.contains(file) && o.stderr.contains(says), "{}", o.stderr);
+        assert!(o.stdout.is_empty(), "{}", o.stdout);
+    }
+}
+
+/// Errors name the real cause before anything runs: SPINMUTEX_LIB naming another
+/// library or a directory, statistics asked of `--strategy none` or of `ab` (where
+/// they would make the arms incomparable), and for a static program only that the
+/// library did not load.
+fn errors_name_the_real_cause() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let libm = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("libm");
+    let with_lib = |lib: &str, args: &[&str]| {
+        let mut cmd = spinmutex(args);
+        cmd.env("SPINMUTEX_LIB", lib);
+        run_bounded(cmd, LIMIT)
+    };
+    let o = with_lib(libm, &["run", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("not the spinmutex library") && o.stderr.contains(libm), "{}", o.stderr);
+    assert!(!o.stderr.contains("statically linked"), "{}", o.stderr);
+    let lib_dir = lib_path().parent().unwrap().to_str().unwrap().to_string();
+    let o = with_lib(&lib_dir, &["ab", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("is a directory"), "{}", o.stderr);
+    assert!(!o.stderr.contains("no such file"), "{}", o.stderr);
+
+    let o = run(&["run", "--strategy", "none", "--stats", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("--strategy none"), "{}", o.stderr);
+    let o = run(&["ab", "--stats", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("not be comparable"), "{}", o.stderr);
+    let mut cmd = spinmutex(&["ab", "--", "sh", "-c", &touch]);
+    cmd.env("SPINMUTEX_STATS", "1");
+    let o = run_bounded(cmd, LIMIT);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("inherited"), "{}", o.stderr);
+    assert!(!marker.exists(), "a refused command ran");
+}
+
+/// `run --stats` of a static program says only that the library did not load.
+fn run_stats_of_a_static_program_names_only_the_cause() {
+    let o = run(&["run", "--stats", "--", ab_tiny_static().to_str().unwrap(), "1000"]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("statically linked"), "{}", o.stderr);
+    assert!(!o.stderr.contains("no statistics"), "{}", o.stderr);
+}
+
+/// Help and messages speak of what applies: every strategy in the help, `-n` below
+/// what the statistics need refused with how many, usage lines that name the command,
+/// and each strategy's settings line without the settings it does not use.
+fn help_and_messages_speak_of_what_applies() {
+    for sub in ["run", "ab"] {
+        let o = run(&[sub, "--help"]);
+        assert!(o.stdout.contains("kernel"), "{sub} --help omits kernel:\n{}", o.stdout);
+    }
+    // (On a busy machine even `true` may take over 5 ms: the warning follows the times.)
+    let o = run(&[
+        "ab",
+        "-n",
+        "3",
+        "--warmup",
+        "0",
+        "-s",
+        "glibc",
+        "--without-none",
+        "--json",
+        "-",
+        "--",
+        "true",
+    ]);
+    o.assert_success("ab of a very short command");
+    let report: AbReport = serde_json::from_str(&o.stdout).unwrap();
+    let shortest = report.runs.iter().map(|r| r.wall_s).fold(f64::INFINITY, f64::min);
+    let warned = report.warnings.iter().filter(|w| w.contains("too short to time")).count();
+    assert_eq!(warned, usize::from(shortest < 0.005), "shortest {shortest}: {:?}", report.warnings);
+    let o = run(&["ab", "-n", "1", "--", "true"]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("at least 2"), "{}", o.stderr);
+    let o = run(&["bench", "--rwlock", "--svg", "x.svg"]);
+    assert!(o.stderr.contains("Usage: spinmutex bench"), "{}", o.stderr);
+    let o = run(&["run", "--strategy", "spin", "--stats", "--strategy", "none", "--", "true"]);
+    assert!(o.stderr.contains("Usage: spinmutex run"), "{}", o.stderr);
+    for (strategy, absent) in
+        [("futex", &["spin_limit", "max_spinners", "fair="][..]), ("kernel", &["spin_limit", "handoff"][..])]
+    {
+        let o = run(&["run", "-v", "--strategy", strategy, "--", "true"]);
+        o.assert_success(strategy);
+        let line = o.stderr.lines().find(|l| l.contains("loaded in pid")).expect("a load line");
+        for word in absent {
+            assert!(!line.contains(word), "{strategy} does not use {word}: {line}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------- ab
 
 fn ab_compares_in_words_and_writes_json() {
@@ -743,6 +993,238 @@ fn install_script_places_bin_and_lib_and_the_command_finds_the_lib() {
 
 // ---------------------------------------------------------------- format checks
 
+// ---------------------------------------------------------------- interruption
+
+/// What became of a command interrupted by a signal.
+struct Interrupted {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    /// From the signal to the command's exit.
+    exit_after: Duration,
+    /// Processes the command started that were still alive once it had exited.
+    left: Vec<String>,
+}
+
+/// The processes (other than zombies) whose environment holds `tag`.
+fn processes_tagged(tag: &str) -> Vec<String> {
+    let needle = format!("CLI_TEST_TAG={tag}\0");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let path = entry.path();
+        let Ok(environ) = std::fs::read(path.join("environ")) else { continue };
+        if !environ.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        let state = stat.rsplit(") ").next().and_then(|rest| rest.split(' ').next()).unwrap_or("");
+        if state != "Z" && state != "X" {
+            found.push(stat);
+        }
+    }
+    found
+}
+
+/// Runs the command with `args`, waits until its stderr satisfies `ready`, sends it
+/// `signal` and waits for it to exit. Every process it starts inherits a tag in its
+/// environment, by which any left alive afterwards is found.
+fn interrupt(args: &[&str], ready: impl Fn(&str) -> bool, signal: libc_signal::Signal) -> Interrupted {
+    use std::process::Stdio;
+    let dir = scratch();
+    let tag = format!("{}-{:?}", std::process::id(), std::time::Instant::now());
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+    let mut cmd = spinmutex(args);
+    cmd.env("CLI_TEST_TAG", &tag)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap());
+    let mut child = cmd.spawn().unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let start = std::time::Instant::now();
+    while !ready(&read(&err)) {
+        assert!(start.elapsed() < LIMIT, "never ready:\n{}", read(&err));
+        assert!(child.try_wait().unwrap().is_none(), "exited before the signal:\n{}", read(&err));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    libc_signal::send(child.id(), signal);
+    let sent = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if sent.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("still running 30 s after the signal:\n{}", read(&err));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let exit_after = sent.elapsed();
+    // SIGKILL'ed processes vanish a moment after the signal: allow them that moment.
+    let mut left = processes_tagged(&tag);
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        left = processes_tagged(&tag);
+    }
+    Interrupted { code: status.code(), stdout: read(&out), stderr: read(&err), exit_after, left }
+}
+
+/// Signals sent to the command under test.
+mod libc_signal {
+    #[derive(Clone, Copy)]
+    pub enum Signal {
+        Hup = libc::SIGHUP as isize,
+        Int = libc::SIGINT as isize,
+        Term = libc::SIGTERM as isize,
+    }
+
+    pub fn send(pid: u32, sig: Signal) {
+        // SAFETY: kill(2) only sends a signal to our own child.
+        assert_eq!(unsafe { libc::kill(pid as i32, sig as i32) }, 0);
+    }
+}
+
+/// `ab` interrupted: the running program and its whole process group stop (here a
+/// shell and its background child), the runs finished so far are reported and saved,
+/// marked, and ab exits with 128 + the signal number.
+fn ab_interrupted_stops_the_program_and_keeps_the_finished_runs() {
+    let dir = scratch();
+    let (json, count) = (dir.path().join("ab.json"), dir.path().join("count"));
+    // The first two runs are quick; the third hangs, with a grandchild.
+    let script = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); echo $((n + 1)) > {c}; \
+         if [ $n -ge 2 ]; then sleep 60 & sleep 60; fi",
+        c = count.display()
+    );
+    for (signal, status, name) in
+        [(libc_signal::Signal::Int, 130, "SIGINT"), (libc_signal::Signal::Term, 143, "SIGTERM")]
+    {
+        let _ = std::fs::remove_file(&count);
+        let args = [
+            "ab",
+            "-n",
+            "3",
+            "--warmup",
+            "0",
+            "-s",
+            "glibc,spin",
+            "--without-none",
+            "--json",
+            json.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ];
+        let o = interrupt(&args, |err| err.contains("spin run 1/3"), signal);
+        assert_eq!(o.code, Some(status), "{}", o.stderr);
+        assert!(o.left.is_empty(), "processes outlived ab: {:?}", o.left);
+        assert!(o.exit_after < Duration::from_secs(10), "took {:?} to stop", o.exit_after);
+        assert!(o.stderr.contains(&format!("interrupted by {name}")), "{}", o.stderr);
+        assert!(o.stdout.contains("wall time"), "no report of the finished runs:\n{}", o.stdout);
+        let report: AbReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(report.interrupted.as_deref(), Some(name));
+        assert_eq!(report.runs.len(), 2, "{:?}", report.runs);
+        assert!(report.runs.iter().all(|r| r.ok));
+    }
+}
+
+/// `run` interrupted stops the program's whole group, SIGKILL when it ignores SIGTERM.
+fn run_interrupted_stops_the_program_and_its_group() {
+    let o = interrupt(
+        &["run", "--", "sh", "-c", "trap '' TERM; echo started >&2; sleep 60 & sleep 60"],
+        |err| err.contains("started"),
+        libc_signal::Signal::Term,
+    );
+    assert_eq!(o.code, Some(143), "{}", o.stderr);
+    assert!(o.left.is_empty(), "processes outlived run: {:?}", o.left);
+    assert!(o.stderr.contains("interrupted by SIGTERM"), "{}", o.stderr);
+    assert!(o.exit_after < Duration::from_secs(10), "took {:?} to stop", o.exit_after);
+}
+
+/// `bench --rwlock` and `bench` interrupted: the workload stops at once, the finished
+/// runs are reported and saved, marked, and the exit status is 128 + the signal.
+fn bench_interrupted_reports_the_finished_runs() {
+    let dir = scratch();
+    let json = dir.path().join("b.json");
+    let common = ["--threads", "1", "--loads", "0", "--runs", "4", "--duration-ms", "3000", "-s", "spin"];
+    let mut rw = vec!["bench", "--rwlock", "--writes", "10", "--json", json.to_str().unwrap()];
+    rw.extend(common);
+    let o = interrupt(&rw, |err| err.contains("run 1/4"), libc_signal::Signal::Hup);
+    assert_eq!(o.code, Some(129), "{}", o.stderr);
+    assert!(o.left.is_empty(), "processes outlived bench: {:?}", o.left);
+    assert!(o.exit_after < Duration::from_secs(2), "took {:?}: the workload ran on", o.exit_after);
+    assert!(o.stderr.contains("interrupted by SIGHUP"), "{}", o.stderr);
+    let report: RwBenchReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report.interrupted.as_deref(), Some("SIGHUP"));
+    assert_eq!(report.runs.len(), 1);
+
+    let mut grid = vec!["bench", "--layout", "alone", "--without-control", "--scenarios", "none", "--json"];
+    grid.push(json.to_str().unwrap());
+    grid.extend(common);
+    let o = interrupt(&grid, |err| err.contains("run 1/4"), libc_signal::Signal::Int);
+    assert_eq!(o.code, Some(130), "{}", o.stderr);
+    assert!(o.left.is_empty(), "processes outlived bench: {:?}", o.left);
+    assert!(o.exit_after < Duration::from_secs(2), "took {:?}: the workload ran on", o.exit_after);
+    let report: BenchReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report.interrupted.as_deref(), Some("SIGINT"));
+}
+
+// ---------------------------------------------------------------- memory
+
+/// Runs the command with `args` to its end; its exit status and the peak resident set
+/// of it and its descendants (the largest one), in bytes, from wait4(2).
+fn run_measuring_rss(args: &[&str]) -> (Option<i32>, u64, String) {
+    use std::process::Stdio;
+    let dir = scratch();
+    let err = dir.path().join("err");
+    let mut cmd = spinmutex(args);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&err).unwrap());
+    // Waited for below with wait4(2), which std's Child does not offer.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd.spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 waits for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, usage.ru_maxrss as u64 * 1024, std::fs::read_to_string(&err).unwrap_or_default())
+}
+
+/// A program that writes 1 GiB leaves ab's memory flat: its stdout is discarded, or
+/// read through the metric one bounded line at a time; its stderr is kept to its last
+/// line.
+fn ab_memory_stays_flat_however_much_the_program_writes() {
+    let limit = 50 << 20;
+    let plain = ["ab", "-n", "2", "--warmup", "0", "-s", "glibc", "--without-none", "--", "sh", "-c"];
+    let (code, rss, err) = run_measuring_rss(&[&plain[..], &["head -c 1G /dev/zero"]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(rss < limit, "ab reached {} MB for a program writing 1 GiB", rss >> 20);
+    let script = "echo ops=5; head -c 512M /dev/zero; head -c 512M /dev/zero >&2";
+    let (code, rss, err) =
+        run_measuring_rss(&[&plain[..8], &["--metric", r"ops=(\d+)", "--", "sh", "-c", script]].concat());
+    assert_eq!(code, Some(0), "the metric is still found: {err}");
+    assert!(rss < limit, "ab reached {} MB reading 1 GiB through --metric", rss >> 20);
+}
+
+/// --show-output passes the program's output through; without it ab prints none of it.
+fn ab_show_output_passes_the_output_through() {
+    let base = ["ab", "-n", "2", "--warmup", "0", "-s", "glibc", "--without-none"];
+    // (The words printed are not in the command line, which the report repeats.)
+    let script = "x=said; echo $x-on-stdout; echo $x-on-stderr >&2";
+    let o = run(&[&base[..], &["--", "sh", "-c", script]].concat());
+    o.assert_success("ab");
+    assert!(!o.stdout.contains("said-on") && !o.stderr.contains("said-on"), "{o:?}");
+    let o = run(&[&base[..], &["--show-output", "--", "sh", "-c", script]].concat());
+    o.assert_success("ab --show-output");
+    assert_eq!(o.stdout.matches("said-on-stdout").count(), 2, "{}", o.stdout);
+    assert_eq!(o.stderr.matches("said-on-stderr").count(), 2, "{}", o.stderr);
+}
+
 /// RFC 4180 CSV rows (quoted fields may hold commas, quotes and newlines).
 fn csv_rows(text: &str) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
@@ -825,12 +1307,29 @@ fn main() -> std::process::ExitCode {
         bench_rwlock_grid_writes_csv_and_json,
         bench_with_a_hog_cleans_up,
         completions_and_man_pages_generate,
+        ab_interrupted_stops_the_program_and_keeps_the_finished_runs,
+        the_hot_lock_is_ranked_by_time_waited,
+        help_and_messages_speak_of_what_applies,
+        errors_name_the_real_cause,
+        report_fails_loudly_on_a_file_without_reports_or_events,
+        run_stats_file_dash_pipes_the_report_alone,
+        ab_json_dash_writes_json_alone_on_stdout,
+        classes_are_labelled_by_their_real_maker_and_caller,
+        run_interrupted_stops_the_program_and_its_group,
+        bench_interrupted_reports_the_finished_runs,
+        ab_memory_stays_flat_however_much_the_program_writes,
+        ab_show_output_passes_the_output_through,
         install_script_places_bin_and_lib_and_the_command_finds_the_lib,
     );
     suite.needs(
         "run_of_a_static_program_fails_with_the_causes",
         &[static_prog()],
         run_of_a_static_program_fails_with_the_causes,
+    );
+    suite.needs(
+        "run_stats_of_a_static_program_names_only_the_cause",
+        &[static_prog()],
+        run_stats_of_a_static_program_names_only_the_cause,
     );
     suite.needs(
         "ab_of_a_static_program_fails_with_the_causes",

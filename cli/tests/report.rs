@@ -217,11 +217,11 @@ fn report_errors() {
     let o = report(&["--help"]);
     o.assert_success("report --help");
     assert!(o.stdout.contains("Usage: spinmutex report"), "{}", o.stdout);
-    // Only malformed lines: still a report, saying so.
+    // Only malformed lines: nothing to report, exit 1 with one line that says so.
     std::fs::write(&file, "garbage\n{\"no_event\":1}\n").unwrap();
     let o = report(&[file.to_str().unwrap()]);
-    o.assert_success("report of garbage");
-    assert!(o.stdout.contains("2 malformed lines skipped") && o.stdout.contains("no events"), "{}", o.stdout);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("none of its 2 lines"), "{}", o.stderr);
 }
 
 fn forked_children_files_are_read_and_labelled_by_pid() {

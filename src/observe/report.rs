@@ -4,8 +4,8 @@
 //!
 //! One data model, two renderings. The model is built in one pass over the side table:
 //! each class's counters are those of its destroyed instances plus those of its live
-//! ones; classes are listed hottest first (most contended, then longest wait, then most
-//! acquisitions), each with its hottest live instances; the classes not listed are
+//! ones; classes are listed hottest first (longest total wait, then most contended, then
+//! most acquisitions), each with its hottest live instances; the classes not listed are
 //! summed in one "others" row, locks of no known class in one row, and locks that found
 //! no room in the table in an "overflow" row, so that the rows always add up to the
 //! totals exactly. Mutex and rwlock classes are ranked together; an rwlock's row is the
@@ -497,8 +497,26 @@ struct Text<'a> {
     when: When,
 }
 
+/// The counter columns' names (a static: the report may run on a small stack).
+static HEADER: [&str; 14] = [
+    "mutexes",
+    "live",
+    "locked",
+    "changed",
+    "cont.",
+    "spins",
+    "sleeps",
+    "handoffs",
+    "wait tot ms",
+    "avg ms",
+    "max ms",
+    "hold tot ms",
+    "avg ms",
+    "max ms",
+];
+
 /// Widths of the counter columns, after the first.
-const COLUMNS: [usize; 11] = [8, 6, 10, 9, 9, 12, 9, 9, 12, 9, 9];
+const COLUMNS: [usize; 14] = [8, 6, 10, 9, 9, 10, 9, 9, 12, 9, 9, 12, 9, 9];
 
 impl Text<'_> {
     fn counters<F: Figures + ?Sized>(&mut self, made: Option<(u64, u64)>, s: &F) {
@@ -514,8 +532,9 @@ impl Text<'_> {
         let (locked, contended, wait, hold) =
             (s.acquisitions(), s.contended(), s.wait_total_ns(), s.hold_total_ns());
         o.num(locked, COLUMNS[2]).num(s.owner_changes(), COLUMNS[3]).num(contended, COLUMNS[4]);
-        o.ms(wait, COLUMNS[5]).ms(avg(wait, contended), COLUMNS[6]).ms(s.wait_max_ns(), COLUMNS[7]);
-        o.ms(hold, COLUMNS[8]).ms(avg(hold, locked), COLUMNS[9]).ms(s.hold_max_ns(), COLUMNS[10]);
+        o.num(s.spins(), COLUMNS[5]).num(s.sleeps(), COLUMNS[6]).num(s.handoffs(), COLUMNS[7]);
+        o.ms(wait, COLUMNS[8]).ms(avg(wait, contended), COLUMNS[9]).ms(s.wait_max_ns(), COLUMNS[10]);
+        o.ms(hold, COLUMNS[11]).ms(avg(hold, locked), COLUMNS[12]).ms(s.hold_max_ns(), COLUMNS[13]);
     }
 
     /// `function+0xOFF (module+0xOFF)`, or `module+0xOFF`, or the raw address.
@@ -570,13 +589,8 @@ impl Render for Text<'_> {
         o.num(m.live, 0).str(" live); ").num(m.totals.acquisitions, 0).str(" acquisitions, ");
         o.num(m.totals.contended, 0).str(" contended\n");
         o.pad("#", 5);
-        for (name, width) in ["mutexes", "live", "locked", "changed", "cont."].iter().zip(COLUMNS) {
+        for (name, width) in HEADER.iter().zip(COLUMNS) {
             o.pad(name, width);
-        }
-        for (name, width) in
-            ["wait tot ms", "avg ms", "max ms", "hold tot ms", "avg ms", "max ms"].iter().zip(&COLUMNS[5..])
-        {
-            o.pad(name, *width);
         }
         o.str("  type                made by\n");
     }

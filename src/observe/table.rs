@@ -200,10 +200,10 @@ macro_rules! figures {
             $(fn $added(&self) -> u64;)*
             $(fn $largest(&self) -> u64;)*
 
-            /// Ranking: most contended first, then longest total wait, then most
-            /// acquisitions.
+            /// Ranking: longest total wait first (what the lock cost its threads), then
+            /// most contended acquisitions, then most acquisitions.
             fn rank(&self) -> (u64, u64, u64) {
-                (self.contended(), self.wait_total_ns(), self.acquisitions())
+                (self.wait_total_ns(), self.contended(), self.acquisitions())
             }
         }
         impl Figures for Sum {
