@@ -1,6 +1,6 @@
 #!/bin/sh
-# Installs the spinmutex command and libspinmutex.so under a prefix:
-#   $PREFIX/bin/spinmutex and $PREFIX/lib/libspinmutex.so
+# Installs the spinmutex command, libspinmutex.so and the man pages under a prefix:
+#   $PREFIX/bin/spinmutex, $PREFIX/lib/libspinmutex.so, $PREFIX/share/man/man1/*.1
 # The command finds the library in ../lib relative to itself (or beside itself, or
 # where SPINMUTEX_LIB says).
 #
@@ -32,11 +32,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-if [ -z "$from" ]; then
-    # The repository root is the parent of this script's directory.
-    root=$(cd "$(dirname "$0")/.." && pwd)
-    from=$root/target/release
-fi
+# The repository root is the parent of this script's directory.
+root=$(cd "$(dirname "$0")/.." && pwd)
+[ -n "$from" ] || from=$root/target/release
 
 for f in spinmutex libspinmutex.so; do
     if [ ! -f "$from/$f" ]; then
@@ -56,5 +54,15 @@ cp "$from/libspinmutex.so" "$libdir/.libspinmutex.so.tmp.$$"
 chmod 755 "$libdir/.libspinmutex.so.tmp.$$"
 mv -f "$libdir/.libspinmutex.so.tmp.$$" "$libdir/libspinmutex.so"
 
+# The man pages are checked in (docs/man, made by `spinmutex man --out docs/man`).
+mandir=$destdir$prefix/share/man/man1
+mkdir -p "$mandir"
+for page in "$root"/docs/man/*.1; do
+    [ -f "$page" ] || { echo "install.sh: no man pages in $root/docs/man" >&2; exit 1; }
+    cp "$page" "$mandir/"
+    chmod 644 "$mandir/$(basename "$page")"
+done
+
 echo "installed $bindir/spinmutex"
 echo "installed $libdir/libspinmutex.so"
+echo "installed the man pages in $mandir"

@@ -225,6 +225,7 @@ struct Quantity {
 
 pub fn main(a: AbArgs) -> Result<u8, Failure> {
     let arms = arms(&a)?;
+    library::note_arm_limits(&arms);
     let json_to_stdout = a.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout && a.show_output {
         return Err(Failure::Usage(

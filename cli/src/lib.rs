@@ -13,6 +13,7 @@ mod handshake;
 mod library;
 pub mod lockstats;
 mod machine;
+pub mod man;
 mod metric;
 mod progress;
 pub mod report;
@@ -65,8 +66,11 @@ pub enum Cmd {
     },
     /// Print the man page (roff) of spinmutex, or of one of its subcommands
     Man {
-        /// run, ab, bench or report
+        /// run, ab, bench, report, completions or man
         subcommand: Option<String>,
+        /// Write every page (spinmutex.1, spinmutex-run.1, ...) into DIR instead
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
     },
     /// The contention workload of `bench`, run in a child process
     #[command(name = "__workload", hide = true, disable_help_flag = true)]
@@ -107,7 +111,7 @@ pub fn main() -> ExitCode {
             clap_complete::generate(shell, &mut Cli::command(), "spinmutex", &mut std::io::stdout());
             ("completions", Ok(0))
         }
-        Cmd::Man { subcommand } => ("man", man(subcommand.as_deref())),
+        Cmd::Man { subcommand, out } => ("man", man::main(subcommand.as_deref(), out.as_deref())),
         Cmd::Workload { args } => ("__workload", Ok(workload::main(&args))),
         Cmd::RwlockWorkload { args } => ("__rwlock_workload", Ok(workload::rwlock_main(&args))),
         Cmd::Hog { parent } => ("__hog", Ok(workload::hog(parent))),
@@ -126,33 +130,6 @@ pub fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-fn man(sub: Option<&str>) -> Result<u8, Failure> {
-    let mut cmd = Cli::command();
-    cmd.build();
-    let page = match sub {
-        None => cmd,
-        Some(name) => {
-            let found = cmd.get_subcommands().find(|c| c.get_name() == name && !c.is_hide_set()).cloned();
-            let Some(found) = found else {
-                return Err(Failure::Usage(
-                    "man",
-                    format!("no subcommand '{name}' (run, ab, bench, report)"),
-                ));
-            };
-            found.name(format!("spinmutex-{name}"))
-        }
-    };
-    let mut out = Vec::new();
-    clap_mangen::Man::new(page)
-        .render(&mut out)
-        .map_err(|e| Failure::Runtime(format!("cannot render the man page: {e}")))?;
-    use std::io::Write;
-    std::io::stdout()
-        .write_all(&out)
-        .map_err(|e| Failure::Runtime(format!("cannot write the man page: {e}")))?;
-    Ok(0)
 }
 
 /// Test helper: parses `args` into the options of one subcommand, `A`.

@@ -98,6 +98,19 @@ pub enum Arm {
     LockFree,
 }
 
+/// Says, once, what `kernel` serves differently from glibc (docs/DESIGN.md, "The `kernel`
+/// strategy"), when one of `arms` runs it: an A/B comparison is read with that in mind.
+pub fn note_arm_limits(arms: &[Arm]) {
+    if arms.contains(&Arm::Strategy(Strategy::Kernel)) {
+        eprintln!(
+            "spinmutex: note: under kernel, a mutex released by a thread that does not own it while a \
+             condition-variable waiter is queued for it reaches that waiter only when its owner next locks, \
+             unlocks or exits, and a thread that exits holding a mutex a condition-variable waiter is queued for \
+             makes glibc abort, as with glibc's own priority-inheritance mutexes (docs/DESIGN.md)"
+        );
+    }
+}
+
 impl Arm {
     /// The strategy the library must report for this arm; None: the library must not load.
     pub fn strategy(self) -> Option<Strategy> {

@@ -85,6 +85,7 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
             Arm::Strategy(strategy)
         }
     };
+    library::note_arm_limits(&[arm]);
     if arm == Arm::None && stats.is_some() {
         return Err(Failure::Usage(
             "run",
