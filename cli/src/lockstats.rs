@@ -499,7 +499,8 @@ fn row(mark: &str, made: Option<(u64, u64)>, c: &Counters, kind: &str, what: &st
 
 fn kind_of(lock: Option<&str>, kind: &str) -> String {
     match lock {
-        Some("rwlock") => format!("rwlock {kind}"),
+        // The library's own name for an rwlock's kind already starts with the word.
+        Some("rwlock") if !kind.starts_with("rwlock") => format!("rwlock {kind}"),
         _ => kind.to_string(),
     }
 }
