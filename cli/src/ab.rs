@@ -319,14 +319,7 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         }
     }
     drop(progress);
-    let interrupted = child::interrupted();
-    if let Some(sig) = interrupted {
-        eprintln!(
-            "spinmutex ab: interrupted by {}; reporting the {} measured runs finished",
-            child::signal_name(sig),
-            runs.len()
-        );
-    }
+    let interrupted = child::say_if_interrupted("ab", runs.len(), "measured runs");
 
     let shortest = runs.iter().filter(|r| r.error.is_none()).map(|r| r.wall_s).fold(f64::INFINITY, f64::min);
     if shortest < SHORTEST_TIMED_S {

@@ -551,14 +551,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     drop(stage);
     drop(progress);
     drop(hogs);
-    let interrupted = child::interrupted();
-    if let Some(sig) = interrupted {
-        eprintln!(
-            "spinmutex bench: interrupted by {}; reporting the {} runs finished",
-            child::signal_name(sig),
-            records.len()
-        );
-    }
+    let interrupted = child::say_if_interrupted("bench", records.len(), "runs");
 
     let summaries = summarise(&c, &records);
     for s in &summaries {

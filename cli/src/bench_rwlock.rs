@@ -312,14 +312,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     }
     drop(progress);
     drop(hogs);
-    let interrupted = child::interrupted();
-    if let Some(sig) = interrupted {
-        eprintln!(
-            "spinmutex bench: interrupted by {}; reporting the {} runs finished",
-            child::signal_name(sig),
-            records.len()
-        );
-    }
+    let interrupted = child::say_if_interrupted("bench", records.len(), "runs");
 
     let summaries = summarise(&c, &records, machine.nproc);
     for s in &summaries {

@@ -138,6 +138,18 @@ pub fn interrupted() -> Option<i32> {
 
 /// The exit status of a command interrupted by `sig`: 128 + its number, as a shell
 /// gives for a program killed by it.
+/// The signal that interrupted the command, if one did, said on standard error with how
+/// many of the runs (`what`) finished: `spinmutex ab: interrupted by SIGINT; reporting
+/// the 7 measured runs finished`.
+pub fn say_if_interrupted(command: &str, finished: usize, what: &str) -> Option<i32> {
+    let sig = interrupted()?;
+    eprintln!(
+        "spinmutex {command}: interrupted by {}; reporting the {finished} {what} finished",
+        signal_name(sig)
+    );
+    Some(sig)
+}
+
 pub fn interrupted_status(sig: i32) -> u8 {
     Termination::Signaled { signo: sig, core_dumped: false }.shell_status()
 }
