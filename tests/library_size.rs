@@ -13,8 +13,11 @@ use common::lib_path;
 
 /// The release .so when the workspace was split (`debug = 1` then; line tables since).
 const RELEASE_FILE_BYTES: u64 = 6_844_600;
-/// Its code and data (text + data + bss of `size`), with 5% for the library's own growth.
-const RELEASE_LOADED_BYTES: u64 = 994_477 * 105 / 100;
+/// Its code and data (text + data + bss of `size`), with 5% for the library's own growth:
+/// measured again when the `kernel` strategy learned glibc's rules for normal mutexes,
+/// output learned never to block, and settings learned secure execution (994,477 at the
+/// split). The command's crates leaking in would add hundreds of kilobytes.
+const RELEASE_LOADED_BYTES: u64 = 1_047_658 * 105 / 100;
 
 fn nm(args: &[&str]) -> String {
     let out = Command::new("nm").args(args).arg(lib_path()).output().expect("run nm");
