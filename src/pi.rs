@@ -536,17 +536,17 @@ fn release_through_kernel(m: &RawMutex, tid: i32, current: i32, shared: bool) {
         m.word().store(0, Release);
         return;
     }
-    if converted(m)
+    // Another thread may have released this hold already: this release and that one
+    // are the one the kernel now makes, and those waiting for a take-over look again.
+    let stray_used_up = converted(m)
         && stray(m).load(Relaxed) == owner
-        && stray(m).compare_exchange(owner, 0, Relaxed, Relaxed).is_ok()
-    {
-        // Another thread released this hold already: this release and that one are
-        // the one the kernel now makes. Those waiting for a take-over look again.
+        && stray(m).compare_exchange(owner, 0, Relaxed, Relaxed).is_ok();
+    if stray_used_up {
         count_event(m);
-        let events = events(m).as_ptr();
-        sys::futex_unlock_pi(m.word().as_ptr(), shared);
-        wake_event_waiters(events);
-        return;
     }
+    let events = events(m).as_ptr();
     sys::futex_unlock_pi(m.word().as_ptr(), shared);
+    if stray_used_up {
+        wake_event_waiters(events);
+    }
 }

@@ -452,26 +452,6 @@ fn avg(total: u64, n: u64) -> u64 {
     total.checked_div(n).unwrap_or(0)
 }
 
-const HEADER: [&str; 17] = [
-    "#",
-    "mutexes",
-    "live",
-    "locked",
-    "changed",
-    "cont.",
-    "spins",
-    "sleeps",
-    "handoffs",
-    "wait tot ms",
-    "avg ms",
-    "max ms",
-    "hold tot ms",
-    "avg ms",
-    "max ms",
-    "type",
-    "made by",
-];
-
 /// One table row: its mark, the class counts (or none), the counters, type and text.
 fn row(mark: &str, made: Option<(u64, u64)>, c: &Counters, kind: &str, what: &str) -> Vec<String> {
     let (mutexes, live) =
@@ -531,7 +511,10 @@ pub fn render_text(r: &ProcessReport) -> String {
     out.push('\n');
     let mut table = Table::new(1);
     table.left_last = 2;
-    table.header.push(HEADER.iter().map(|s| s.to_string()).collect());
+    let columns = spinmutex_names::STATS_COLUMNS.iter();
+    table
+        .header
+        .push(["#"].iter().chain(columns).chain(&["type", "made by"]).map(|s| s.to_string()).collect());
     for c in &r.classes {
         let made = c.made_at.clone().unwrap_or_else(|| c.made_at());
         table.rows.push(row(

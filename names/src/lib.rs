@@ -560,6 +560,26 @@ pub fn parse_handshake(v: &[u8]) -> Result<Handshake, Invalid> {
     Ok(Handshake { fd: fd as i32, dev, ino })
 }
 
+/// The counter columns of a statistics report in text, in order: the library writes
+/// them under a row's mark, and `spinmutex report` between its `#` and its type and
+/// origin columns, so that both tables read alike.
+pub const STATS_COLUMNS: [&str; 14] = [
+    "mutexes",
+    "live",
+    "locked",
+    "changed",
+    "cont.",
+    "spins",
+    "sleeps",
+    "handoffs",
+    "wait tot ms",
+    "avg ms",
+    "max ms",
+    "hold tot ms",
+    "avg ms",
+    "max ms",
+];
+
 /// The first word of the library's load line.
 pub const LOADED: &str = "spinmutex-loaded";
 

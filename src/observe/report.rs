@@ -498,22 +498,7 @@ struct Text<'a> {
 }
 
 /// The counter columns' names (a static: the report may run on a small stack).
-static HEADER: [&str; 14] = [
-    "mutexes",
-    "live",
-    "locked",
-    "changed",
-    "cont.",
-    "spins",
-    "sleeps",
-    "handoffs",
-    "wait tot ms",
-    "avg ms",
-    "max ms",
-    "hold tot ms",
-    "avg ms",
-    "max ms",
-];
+static HEADER: [&str; 14] = spinmutex_names::STATS_COLUMNS;
 
 /// Widths of the counter columns, after the first.
 const COLUMNS: [usize; 14] = [8, 6, 10, 9, 9, 10, 9, 9, 12, 9, 9, 12, 9, 9];
