@@ -1281,11 +1281,32 @@ fn xml_check(text: &str) {
     assert!(!t.contains("NaN") && !t.contains("inf"), "non-finite number in the SVG");
 }
 
+/// `spinmutex ab ... 2>&1 | head -1`: the command ends quietly when its reader leaves,
+/// as other command-line tools do (killed by SIGPIPE), never with a panic or an abort.
+fn output_into_a_reader_that_leaves_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().expect("make a pipe");
+    let mut cmd = spinmutex(&["ab", "-s", "glibc", "-s", "spin", "-n", "3", "--", "true"]);
+    cmd.stdout(writer.try_clone().expect("dup the pipe")).stderr(writer);
+    let mut child = cmd.spawn().expect("start spinmutex ab");
+    drop(cmd); // the parent's copies of the write end
+    let mut first = String::new();
+    BufReader::new(reader).read_line(&mut first).expect("read a line");
+    // The read end is closed now, as `head -1` closes it.
+    let status = child.wait().expect("wait for ab");
+    assert!(
+        status.success() || status.signal() == Some(libc::SIGPIPE),
+        "ab ended with {status} (first line {first:?}) when its reader left; 134 is an abort after a panic"
+    );
+}
+
 fn main() -> std::process::ExitCode {
     let static_prog = || Need::Built(ab_tiny_static(), "glibc's static libraries (libc6-dev)");
     let mut suite = Suite::new();
     tests!(
         suite,
+        output_into_a_reader_that_leaves_ends_quietly,
         help_lists_every_subcommand_and_the_shared_settings,
         bad_arguments_exit_2_with_a_message,
         bad_settings_exit_2_before_anything_runs,
