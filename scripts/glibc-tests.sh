@@ -48,7 +48,7 @@ if [ "${1:-}" = "__run_one" ]; then
     env_args=()
     case "$config" in
     none) ;;
-    glibc | futex | spin | kernel) env_args=("LD_PRELOAD=$LIB" "SPINMUTEX_STRATEGY=$config") ;;
+    glibc | futex | spin | kernel | auto) env_args=("LD_PRELOAD=$LIB" "SPINMUTEX_STRATEGY=$config") ;;
     fair) env_args=("LD_PRELOAD=$LIB" SPINMUTEX_STRATEGY=spin SPINMUTEX_FAIR=1) ;;
     stats) env_args=("LD_PRELOAD=$LIB" SPINMUTEX_STRATEGY=spin SPINMUTEX_STATS=1
         "SPINMUTEX_STATS_FILE=$RESULTS/$test.$config.stats") ;;
@@ -80,7 +80,7 @@ fi
 # Options.
 
 LIB="$ROOT/target/release/libspinmutex.so"
-CONFIGS="glibc,futex,spin,kernel,fair,stats"
+CONFIGS="glibc,futex,spin,kernel,auto,fair,stats"
 JOBS=4
 ONLY=""
 CACHE="$ROOT/target/glibc-tests"
@@ -247,15 +247,15 @@ fi
 # 300,000 threads) run under fewer configurations, to keep the whole run in CI's budget:
 # the strategies with code of their own. The table's footer says so.
 declare -A FEWER=(
-    [tst-pthread-timedlock-lockloop]="spin kernel"
-    [tst-robust-fork]="futex spin kernel"
-    [tst-mutex10]="futex spin kernel"
-    [tst-cond16]="futex spin kernel"
-    [tst-cond17]="futex spin kernel"
-    [tst-cond18]="futex spin kernel"
-    [tst-rwlock-pwn]="futex spin kernel"
-    [tst-rwlock-tryrdlock-stall]="futex spin kernel"
-    [tst-rwlock-trywrlock-stall]="futex spin kernel"
+    [tst-pthread-timedlock-lockloop]="spin kernel auto"
+    [tst-robust-fork]="futex spin kernel auto"
+    [tst-mutex10]="futex spin kernel auto"
+    [tst-cond16]="futex spin kernel auto"
+    [tst-cond17]="futex spin kernel auto"
+    [tst-cond18]="futex spin kernel auto"
+    [tst-rwlock-pwn]="futex spin kernel auto"
+    [tst-rwlock-tryrdlock-stall]="futex spin kernel auto"
+    [tst-rwlock-trywrlock-stall]="futex spin kernel auto"
 )
 # Beyond the driver's own timeout (TIMEOUT × TIMEOUTFACTOR), a bound for tests whose
 # TIMEOUT is effectively none (the lock loop's).
@@ -363,7 +363,7 @@ echo "ok: passed; ok/r: failed, then passed when run again alone; unsup: the tes
 echo "does not apply here (exit 77); fails/timeout under none: the test fails without the"
 echo "preload too, so its results with the preload (marked *) never fail the run;"
 echo "FAIL/TIMEOUT: passes without the preload, fails with it, twice; -: not run."
-echo "none: no preload; glibc, futex, spin, kernel: SPINMUTEX_STRATEGY; fair: spin with"
+echo "none: no preload; glibc, futex, spin, kernel, auto: SPINMUTEX_STRATEGY; fair: spin with"
 echo "SPINMUTEX_FAIR=1; stats: spin with SPINMUTEX_STATS=1 (reports to a file)."
 for name in "${TESTS[@]}"; do
     if [ -n "${FEWER[$name]+x}" ]; then

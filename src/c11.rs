@@ -27,7 +27,7 @@ pub unsafe extern "C" fn mtx_init(m: *mut pthread_mutex_t, kind: c_int) -> c_int
     // SAFETY: the caller's arguments go to glibc unchanged.
     let r = unsafe { crate::real::mtx_init(m, kind) };
     if r == THRD_SUCCESS {
-        exports::made(m);
+        exports::made(m, 0);
     }
     r
 }

@@ -52,6 +52,9 @@ const WATCHED: u32 = 1 << 29;
 /// The strategy serves nothing: every call goes to glibc's function (`glibc`).
 /// `OTHER_STRATEGY` is set with it, so the mutex check needs no change for it.
 const SERVES_NOTHING: u32 = 1 << 28;
+/// `auto` is measuring a lock class's throughput: every mutex acquisition goes through
+/// the general path, which counts it (auto.rs). Rwlocks are not counted.
+pub const MEASURING: u32 = 1 << 27;
 /// The bits that send an rwlock call to the general path: `OTHER_STRATEGY` is not among
 /// them, since `kernel` serves rwlocks with this library's own protocol.
 const RWLOCK_PATH_OFF: u32 = NOT_LOADED | SERVES_NOTHING | WATCHED;
@@ -80,6 +83,15 @@ pub fn serves_nothing() -> bool {
 /// Statistics are on: every acquisition goes through the general path.
 pub fn watch_every_acquisition() {
     FAST_PATH_OFF.fetch_or(WATCHED, Relaxed);
+}
+
+/// Starts or ends an `auto` experiment (see [`MEASURING`]).
+pub fn set_measuring(on: bool) {
+    if on {
+        FAST_PATH_OFF.fetch_or(MEASURING, Relaxed);
+    } else {
+        FAST_PATH_OFF.fetch_and(!MEASURING, Relaxed);
+    }
 }
 
 /// What the strategy in force does.

@@ -150,16 +150,41 @@ unsafe fn timed_lock(m: &crate::mutex::RawMutex, clock: clockid_t, abstime: *con
     lock::lock(m, Some(&Deadline { clock, at: *at }))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_init(
+/// `pthread_mutex_init` and its old name enter here with the caller's return address
+/// still on top of the stack: it is passed on as a third argument, since `auto` classes
+/// a mutex by the call site that made it (auto.rs), and reading it here costs one load
+/// where unwinding would cost microseconds.
+macro_rules! mutex_init_entry {
+    ($($name:ident),*) => {$(
+        #[cfg(target_arch = "x86_64")]
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_int {
+            core::arch::naked_asm!("mov rdx, qword ptr [rsp]", "jmp {init}", init = sym mutex_init)
+        }
+
+        #[cfg(not(target_arch = "x86_64"))]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_int {
+            // SAFETY: the caller's arguments, passed on.
+            unsafe { mutex_init(m, attr, 0) }
+        }
+    )*};
+}
+
+mutex_init_entry!(pthread_mutex_init, __pthread_mutex_init);
+
+/// `pthread_mutex_init` called from `caller` (0: not known).
+unsafe extern "C" fn mutex_init(
     m: *mut pthread_mutex_t,
     attr: *const pthread_mutexattr_t,
+    caller: usize,
 ) -> c_int {
     // glibc's initialiser writes every byte, including those this library uses.
     // SAFETY: the caller's arguments go to glibc unchanged.
     let r = unsafe { real::mutex_init(m, attr) };
     if r == 0 {
-        made(m);
+        made(m, caller);
     }
     r
 }
@@ -183,12 +208,18 @@ pub unsafe extern "C" fn pthread_mutex_consistent(m: *mut pthread_mutex_t) -> c_
     unsafe { real::mutex_consistent(m) }
 }
 
-/// A mutex `init` just made: converted for a strategy with its own protocol (its first
-/// moment, when no other thread can know it), and counted by the statistics.
-pub fn made(m: *mut pthread_mutex_t) {
-    if config::row().priority_inheritance {
+/// A mutex `init` just made, called from `caller` (0: not known): converted for a
+/// strategy with its own protocol (its first moment, when no other thread can know it),
+/// given its class under `auto`, and counted by the statistics.
+pub fn made(m: *mut pthread_mutex_t, caller: usize) {
+    let row = config::row();
+    if row.priority_inheritance {
         // SAFETY: the mutex glibc just initialised.
         crate::pi::convert_new(unsafe { RawMutex::from_ptr(m) });
+    }
+    if row.learns && caller != 0 {
+        // SAFETY: as above.
+        crate::auto::born(unsafe { RawMutex::from_ptr(m) }, caller);
     }
     observe::born(m as usize);
 }
@@ -211,7 +242,6 @@ alias! {
     __pthread_mutex_lock => pthread_mutex_lock(m: *mut pthread_mutex_t);
     __pthread_mutex_trylock => pthread_mutex_trylock(m: *mut pthread_mutex_t);
     __pthread_mutex_unlock => pthread_mutex_unlock(m: *mut pthread_mutex_t);
-    __pthread_mutex_init => pthread_mutex_init(m: *mut pthread_mutex_t, a: *const pthread_mutexattr_t);
     __pthread_mutex_destroy => pthread_mutex_destroy(m: *mut pthread_mutex_t);
 }
 

@@ -28,6 +28,7 @@ macro_rules! alias {
     )*};
 }
 
+mod auto;
 mod c11;
 mod cond;
 mod config;

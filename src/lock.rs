@@ -145,6 +145,9 @@ fn take_ownership(m: &RawMutex, tid: i32, ty: i32) {
     if ty == kind::RECURSIVE {
         m.set_count(1);
     }
+    if crate::auto::measuring() {
+        crate::auto::count(m);
+    }
     observe::locked(m, tid);
 }
 

@@ -186,6 +186,16 @@ impl RawMutex {
         self.kind.store(k, Relaxed);
     }
 
+    /// The class of the mutex under `auto` (auto.rs), kept in `__spins`, where `spin`
+    /// keeps its estimate; 0: none recorded.
+    pub fn class_link(&self) -> u16 {
+        self.spins.load(Relaxed) as u16
+    }
+
+    pub fn set_class_link(&self, class: u16) {
+        self.spins.store(class as i16, Relaxed);
+    }
+
     /// The two words the `kernel` strategy keeps beside a converted mutex's lock word
     /// (pi.rs): the stray release and the events counter, in `__list.__next`, which the
     /// word protocol's counts use only on mutexes that are not converted.
@@ -308,7 +318,26 @@ impl RawMutex {
     /// Waits for the lock after `try_acquire` failed: spins first if the strategy says
     /// so, then sleeps. `Err` is `ETIMEDOUT` once `deadline` passes.
     pub fn acquire_contended(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
-        let spins = match crate::spin::spin(self) {
+        if !crate::config::row().learns {
+            return self.acquire_as(self, deadline);
+        }
+        // `auto`: the mutex's class decides how it spins (auto.rs).
+        let classed = crate::auto::Classed::new(self);
+        let acquired = self.acquire_as(&classed, deadline);
+        if acquired.is_ok() {
+            classed.acquired();
+        }
+        acquired
+    }
+
+    /// `acquire_contended`, spinning as `target` says.
+    #[inline(always)]
+    fn acquire_as(
+        &self,
+        target: &impl crate::spin::SpinTarget,
+        deadline: Option<&Deadline>,
+    ) -> Result<Acquired, c_int> {
+        let spins = match crate::spin::spin(target) {
             Ok(spins) => return Ok(Acquired { how: How::Spinning, spins, sleeps: 0 }),
             Err(spins) => spins,
         };

@@ -62,6 +62,14 @@ pub trait SpinTarget {
     /// The learned estimate, in pauses.
     fn estimate(&self) -> u32;
     fn set_estimate(&self, estimate: u32);
+    /// Pause iterations this acquisition may spin (0: none).
+    fn budget(&self) -> u32 {
+        budget_for(self.estimate())
+    }
+    /// A spin ended: won after `Ok(pauses)`, or in vain after `Err(pauses)`.
+    fn learn(&self, outcome: Result<u32, u32>) {
+        self.set_estimate(next_estimate(self.estimate(), outcome.ok()));
+    }
     /// Where the lock counts its spinners, for `SPINMUTEX_MAX_SPINNERS`.
     fn spinners(&self) -> &AtomicU32;
     /// Tells tracing that a spin stopped.
@@ -72,7 +80,7 @@ pub trait SpinTarget {
 /// `Ok`: the pauses it took to win; `Err`: the pauses spent in vain (0: no spin at all).
 #[inline(never)]
 pub fn spin(lock: &impl SpinTarget) -> Result<u32, u32> {
-    let budget = budget_for(lock.estimate());
+    let budget = lock.budget();
     if budget == 0 {
         return Err(0);
     }
@@ -92,7 +100,7 @@ pub fn spin(lock: &impl SpinTarget) -> Result<u32, u32> {
     if cap != 0 {
         lock.spinners().fetch_sub(1, Relaxed);
     }
-    lock.set_estimate(next_estimate(lock.estimate(), outcome.ok()));
+    lock.learn(outcome);
     outcome
 }
 

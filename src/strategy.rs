@@ -16,16 +16,28 @@ pub struct Row {
     pub spins: bool,
     /// Hands the lock to a sleeper that keeps losing it (`mutex`).
     pub hands_off: bool,
+    /// Each lock class learns whether and how long to spin (`auto`); `spins` and
+    /// `hands_off` are then what a class may do, not what it always does.
+    pub learns: bool,
 }
 
 /// The row of `strategy`.
 pub fn row(strategy: Strategy) -> &'static Row {
     match strategy {
         Strategy::Glibc => {
-            &Row { serves: false, priority_inheritance: false, spins: false, hands_off: false }
+            &Row { serves: false, priority_inheritance: false, spins: false, hands_off: false, learns: false }
         }
-        Strategy::Futex => &Row { serves: true, priority_inheritance: false, spins: false, hands_off: false },
-        Strategy::Spin => &Row { serves: true, priority_inheritance: false, spins: true, hands_off: true },
-        Strategy::Kernel => &Row { serves: true, priority_inheritance: true, spins: false, hands_off: false },
+        Strategy::Futex => {
+            &Row { serves: true, priority_inheritance: false, spins: false, hands_off: false, learns: false }
+        }
+        Strategy::Spin => {
+            &Row { serves: true, priority_inheritance: false, spins: true, hands_off: true, learns: false }
+        }
+        Strategy::Auto => {
+            &Row { serves: true, priority_inheritance: false, spins: true, hands_off: true, learns: true }
+        }
+        Strategy::Kernel => {
+            &Row { serves: true, priority_inheritance: true, spins: false, hands_off: false, learns: false }
+        }
     }
 }

@@ -48,7 +48,7 @@ fn ns_timespec(ns: u64) -> timespec {
     timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
 }
 
-/// Nanoseconds on `clock` (vDSO, no system call).
+/// Nanoseconds on `clock` (vDSO, no system call, for the clocks that have one).
 fn clock_ns(clock: clockid_t) -> u64 {
     let mut ts = timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes one timespec we own.
@@ -64,6 +64,11 @@ pub fn clock_supported(clock: clockid_t) -> bool {
 /// Nanoseconds on `CLOCK_MONOTONIC` (vDSO, no system call).
 pub fn now_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time used by every thread of the process, in nanoseconds (a system call).
+pub fn process_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 pub fn gettid() -> i32 {

@@ -206,6 +206,7 @@ pub extern "C" fn after_fork_in_child() {
     TID_BEFORE_FORK.store(cached_tid(), Relaxed);
     set_cached_tid(crate::sys::gettid());
     PID.store(crate::sys::getpid(), Relaxed);
+    crate::auto::after_fork_in_child();
     crate::observe::after_fork_in_child();
 }
 

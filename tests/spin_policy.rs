@@ -1,7 +1,9 @@
 //! The spin policy's reasons not to spin, as the trace shows them: a spinner on the CPU
 //! its owner last ran on stops at once (the owner cannot be running), and a process
 //! that cannot run two threads at once (one CPU in its affinity mask, or a cgroup CPU
-//! quota below two CPUs) never spins.
+//! quota below two CPUs) never spins. And `auto`'s per-class learning: a class whose
+//! lock is held across a sleep learns to sleep at once, says so in the trace and the
+//! statistics, and its later mutexes start from what it learned.
 
 mod common;
 
@@ -110,9 +112,66 @@ fn half_a_cpu_means_no_spinning() {
     assert!(!text.contains("how=spin"), "a lock was taken by spinning under half a CPU");
 }
 
+/// `auto_classes` under `auto` with tracing and JSON statistics to files: (trace, stats).
+fn auto_run() -> (String, serde_json::Value) {
+    let dir = scratch();
+    let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
+    let mut cmd = preloaded(&c_test("auto_classes"), Some("auto"));
+    cmd.env("SPINMUTEX_TRACE", "spinmutex=info")
+        .env("SPINMUTEX_TRACE_FILE", &trace)
+        .env("SPINMUTEX_STATS", "json")
+        .env("SPINMUTEX_STATS_FILE", &stats);
+    run_bounded(cmd, LIMIT).assert_success("auto_classes under auto");
+    let stats = std::fs::read_to_string(&stats).unwrap_or_default();
+    let stats = serde_json::from_str(stats.lines().last().unwrap_or("")).expect("a JSON statistics report");
+    (std::fs::read_to_string(&trace).unwrap_or_default(), stats)
+}
+
+/// The class of mutexes made by 64 inits at one call site and held across a sleep.
+fn io_class(stats: &serde_json::Value) -> &serde_json::Value {
+    let classes = stats["classes"].as_array().expect("classes");
+    classes.iter().find(|c| c["mutexes"] == 64).unwrap_or_else(|| panic!("no class of 64 mutexes in {stats}"))
+}
+
+fn a_class_held_across_sleeps_learns_to_sleep() {
+    let (trace, stats) = auto_run();
+    let io = io_class(&stats);
+    let policy = &io["policy"];
+    assert_eq!(policy["mode"], "sleep", "the io class does not sleep at once: {io}");
+    let sleeping = policy["served_sleeping"].as_u64().unwrap();
+    let spinning = policy["served_spinning"].as_u64().unwrap();
+    // Most of its 64 mutexes are made before it learned; all of them are served by the
+    // class's mode, so the bulk of the contended acquisitions sleep at once.
+    assert!(sleeping > spinning, "the io class served {spinning} spinning and only {sleeping} sleeping");
+    let change =
+        trace.lines().find(|l| l.contains("event=policy") && l.contains("to=sleep")).unwrap_or_else(|| {
+            panic!("no policy event to sleep in the trace:\n{}", &trace[..trace.len().min(3000)])
+        });
+    for field in ["class=", "from=spin", "because=", "strategy=auto"] {
+        assert!(change.contains(field), "the policy event lacks {field}: {change}");
+    }
+}
+
+fn every_class_reports_its_policy() {
+    let (_, stats) = auto_run();
+    assert_eq!(stats["strategy"], "auto");
+    for class in stats["classes"].as_array().unwrap() {
+        let mode = class["policy"]["mode"].as_str().unwrap_or_else(|| panic!("no policy in {class}"));
+        assert!(mode == "spin" || mode == "sleep", "{class}");
+        let served = class["policy"]["served_spinning"].as_u64().unwrap()
+            + class["policy"]["served_sleeping"].as_u64().unwrap();
+        assert_eq!(
+            served,
+            class["counters"]["contended"].as_u64().unwrap(),
+            "served counts do not add up: {class}"
+        );
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = Suite::new();
     tests!(suite, spinner_on_the_owners_cpu_stops_at_once);
+    tests!(suite, a_class_held_across_sleeps_learns_to_sleep, every_class_reports_its_policy);
     suite.needs(
         "one_cpu_means_no_spinning",
         &[Need::Program("taskset", "util-linux")],

@@ -114,6 +114,9 @@ strategies! {
     /// The kernel's spinning futex: priority-inheritance futexes, spinning in the kernel
     /// while the owner runs.
     Kernel = 4 => "kernel",
+    /// Each lock class learns online how long to spin (0: sleep at once) and whether to
+    /// hand off, from what its waits cost.
+    Auto = 5 => "auto",
 }
 
 impl fmt::Display for Strategy {
@@ -685,7 +688,7 @@ mod tests {
 
     #[test]
     fn strategies() {
-        assert_eq!(STRATEGY_NAMES, "glibc, futex, spin, kernel");
+        assert_eq!(STRATEGY_NAMES, "glibc, futex, spin, kernel, auto");
         for s in Strategy::ALL {
             assert_eq!(Strategy::from_name(s.name().as_bytes()), Some(*s));
             assert_eq!(Strategy::from_u8(*s as u8), Some(*s));

@@ -114,6 +114,9 @@ pub fn init() {
         STATS_ON.store(true, Relaxed);
     }
     if trace::init() {
+        if !stats_on() {
+            callsite::init(); // `auto`'s policy events name classes by module and offset
+        }
         TRACE_ON.store(true, Relaxed);
     }
 }
@@ -216,6 +219,15 @@ fn how_name(how: How) -> &'static str {
         How::Sleeping => "sleep",
         How::Handoff => "handoff",
         How::Kernel => "kernel",
+    }
+}
+
+/// `auto` moved the lock class `class` (its key: an init call site or a mutex's
+/// address) from one mode to another.
+#[cold]
+pub fn policy_changed(class: usize, from: &'static str, to: &'static str, because: &crate::auto::Because) {
+    if tracing() {
+        guarded(|| trace::policy(class, from, to, because));
     }
 }
 

@@ -469,6 +469,14 @@ impl TypeName {
     }
 }
 
+/// Under `auto`, the learning class with `key`, if any.
+fn policy_of(key: usize) -> Option<&'static crate::auto::Class> {
+    if !config::row().learns {
+        return None;
+    }
+    crate::auto::find(key)
+}
+
 fn origin_name(class: &Class) -> &'static str {
     match class.origin.load(Relaxed) {
         table::BY_INIT => "init",
@@ -537,6 +545,16 @@ impl Text<'_> {
         self.location(call);
     }
 
+    /// Under `auto`, the waiting policy of the class with `key` (a call site, or a
+    /// statically initialised mutex): its mode now, and the contended acquisitions each
+    /// mode served.
+    fn policy(&mut self, key: usize) {
+        let Some(c) = policy_of(key) else { return };
+        let (spin, sleep) = c.served();
+        self.out.str("  [auto: ").str(c.mode().name()).str(if c.measured() { ", measured" } else { "" });
+        self.out.str("; contended served spinning ").num(spin, 0).str(", sleeping ").num(sleep, 0).str("]");
+    }
+
     /// An rwlock's figures per mode, one line each under its row.
     fn mode(&mut self, name: &str, figures: &dyn Figures) {
         self.out.pad("", 5);
@@ -592,6 +610,9 @@ impl Render for Text<'_> {
             }
             pc => self.frame(pc),
         }
+        if class.origin.load(Relaxed) == table::BY_INIT {
+            self.policy(frames[0]);
+        }
         self.out.str("\n");
     }
 
@@ -600,7 +621,9 @@ impl Render for Text<'_> {
         self.out.pad("", 5);
         self.counters(None, &instance.total());
         self.out.str("  ").kind(lock, instance.kind.load(Relaxed), 18).str("  ").str(lock.name()).str(" ");
-        self.out.hex(instance.key.load(Relaxed) as u64).str("\n");
+        self.out.hex(instance.key.load(Relaxed) as u64);
+        self.policy(instance.key.load(Relaxed));
+        self.out.str("\n");
     }
 
     /// An rwlock's figures per mode, one line each under its row.
@@ -697,6 +720,20 @@ impl Json<'_> {
     }
 
     /// An rwlock's `"read"` and `"write"` counter sets, after its `"counters"`.
+    /// `,"policy":{...}` under `auto` (see `Text::policy`).
+    fn policy(&mut self, key: usize) {
+        let Some(c) = policy_of(key) else { return };
+        let (spin, sleep) = c.served();
+        self.out.str(",\"policy\":{\"mode\":\"").str(c.mode().name()).str("\",\"measured\":");
+        self.out.str(if c.measured() { "true" } else { "false" });
+        self.out
+            .str(",\"served_spinning\":")
+            .num(spin, 0)
+            .str(",\"served_sleeping\":")
+            .num(sleep, 0)
+            .str("}");
+    }
+
     fn mode_sets(&mut self, read: &impl Figures, write: &impl Figures) {
         self.out.str(",");
         self.counter_set("read", read);
@@ -763,7 +800,11 @@ impl Render for Json<'_> {
             }
             self.frame(pc);
         }
-        self.out.str("],\"instances\":[");
+        self.out.str("]");
+        if class.origin.load(Relaxed) == table::BY_INIT {
+            self.policy(frames[0]);
+        }
+        self.out.str(",\"instances\":[");
         self.first_instance = true;
     }
 
@@ -778,6 +819,7 @@ impl Render for Json<'_> {
         if lock == Lock::RwLock {
             self.mode_sets(&instance.read, &instance.counters);
         }
+        self.policy(instance.key.load(Relaxed));
         self.out.str("}");
     }
 

@@ -186,6 +186,62 @@ pub fn simple(mutex: usize, event: &'static str) {
     }
 }
 
+/// `auto` changed a lock class's mode. The class is named as the statistics report
+/// names a call site: the module's file name and the offset (or the bare address where
+/// the module is not known), cut to fit the event's line.
+#[inline(never)]
+pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) {
+    use crate::auto::Because;
+    let mut name: LineBuf<64> = LineBuf::new();
+    match super::callsite::locate(key, true) {
+        Some(at) => {
+            let file = at.module.rsplit(|&b| b == b'/').next().unwrap_or(at.module);
+            let offset = at.offset as u64;
+            name.push(&file[..file.len().min(40)]).push(b"+").push_hex(offset)
+        }
+        None => name.push_hex(key as u64),
+    };
+    let class = core::str::from_utf8(name.as_bytes()).unwrap_or("?");
+    match *because {
+        Because::SpinsLose { wins, spins, spent_ns, saved_ns } => tracing::info!(
+            target: "spinmutex",
+            event = "policy",
+            class,
+            from,
+            to,
+            because = "spins_lose",
+            wins,
+            spins,
+            spent_ns,
+            saved_ns
+        ),
+        Because::ProbesWin { wins, probes, spent_ns, saved_ns } => tracing::info!(
+            target: "spinmutex",
+            event = "policy",
+            class,
+            from,
+            to,
+            because = "probes_win",
+            wins,
+            probes,
+            spent_ns,
+            saved_ns
+        ),
+        Because::Measured(o) => tracing::info!(
+            target: "spinmutex",
+            event = "policy",
+            class,
+            from,
+            to,
+            because = "measured",
+            spin_per_s = o.per_s[0],
+            sleep_per_s = o.per_s[1],
+            spin_cpu_ns = o.cpu_ns_per_acq[0],
+            sleep_cpu_ns = o.cpu_ns_per_acq[1]
+        ),
+    }
+}
+
 // Reader-writer lock events: the lock's address is the `rwlock` field, and `mode` says
 // whether the thread wants (or wakes) readers or a writer.
 

@@ -14,7 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// Every strategy the library serves; each behaviour test runs under all of them.
-pub const STRATEGIES: &[&str] = &["glibc", "futex", "spin", "kernel"];
+pub const STRATEGIES: &[&str] = &["glibc", "futex", "spin", "kernel", "auto"];
 
 /// `target/<profile>/` of the running test binary (`target/<profile>/deps/<test>`).
 pub fn target_dir() -> PathBuf {

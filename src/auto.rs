@@ -1,0 +1,730 @@
+//! `auto`: each lock class learns its own waiting policy while the program runs.
+//!
+//! Whether spinning pays is a property of a lock and of the machine at the moment, so
+//! the decision is made per *class*: every mutex made by one `pthread_mutex_init` call
+//! site (its return address), or, for a mutex that was never initialised by a call
+//! (`PTHREAD_MUTEX_INITIALIZER`), the mutex itself. A new mutex of a known class
+//! starts with what its class has learned.
+//!
+//! # What a class decides
+//!
+//! A class is in one of two modes: **spin** (spin as `spin` does, for a budget learned
+//! from the spins of all its mutexes, then sleep) or **sleep** (sleep at once, as
+//! `futex`). Handoffs to starving sleepers stay on in both (they act only when a sleeper
+//! keeps losing the lock, and cost nothing otherwise). Everything else that stops a
+//! spin under `spin` stops it here too: the owner not running, the spinner preempted,
+//! a process that cannot run two threads at once (affinity, CPU quota).
+//!
+//! Two measurements move a class between the modes:
+//!
+//! 1. **Do spins win?** (every contended acquisition, no clock needed.) A spin that
+//!    ends with the lock saved a sleep and a wake-up, two system calls and two context
+//!    switches, worth one futex sleep-and-wake round trip (the spin limit); every pause
+//!    spun, won or not, is CPU spent. A class in spin mode whose last [`SPIN_WINDOW`]
+//!    spins spent more than their wins saved goes to sleep mode (a lock held across I/O
+//!    or a long computation). In sleep mode every [`PROBE_EVERY`]th contended
+//!    acquisition of a thread spins anyway, as a probe; when [`PROBE_WINDOW`] probes
+//!    would have saved twice what they spent, the class spins again (the workload
+//!    changed; the factor keeps a class on the boundary from flapping).
+//!
+//! 2. **Does spinning raise throughput?** (an experiment, now and then.) Spins can win
+//!    every time and still buy nothing: when the lock is not the bottleneck, a sleeping
+//!    waiter costs the program no throughput, while a spinning one costs a CPU. Only a
+//!    measurement of the class's throughput tells the two apart, so a class whose spins
+//!    win runs an A/B experiment of its own: [`ROUNDS`] rounds of one phase in each mode
+//!    (order alternating), each phase at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`]
+//!    acquisitions long, counting the class's acquisitions (all of them, not only the
+//!    contended ones) and the process's CPU time. Phases are short, since the phase in
+//!    the worse mode costs the program throughput. The mode with the higher throughput
+//!    wins, unless the other is within [`SAME_THROUGHPUT`] of it and needs less CPU per
+//!    acquisition; that decision holds until the next experiment (probes do not
+//!    overturn it). An experiment whose first two rounds leave no doubt stops there. The next
+//!    one comes [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision
+//!    stands, up to [`MAX_INTERVAL_NS`], so a program in a steady phase pays for almost
+//!    no exploration, and a changed one is noticed within seconds.
+//!
+//! While an experiment runs, every lock call takes the general path (a bit of
+//! `config::fast_path_off`, the word the fast path already tests), which counts the
+//! experimenting class's acquisitions in per-CPU stripes. One class experiments at a
+//! time, so that the process's CPU time is the class's own as far as it can be: with
+//! several hot classes at once, the others' CPU is noise in each experiment.
+//!
+//! Every change of mode is a trace event (`policy`, with the class, both modes and the
+//! measurements behind it), and the statistics report shows each class's mode and how
+//! many contended acquisitions each mode served.
+//!
+//! # Where the class is kept
+//!
+//! Under `auto` a mutex's `__spins` (which holds the spin estimate under `spin`) holds
+//! its class instead, as an index into a fixed table of [`CLASSES`] entries; the
+//! estimate lives in the class. Only private mutexes of the normal, recursive and
+//! error-checking types keep it there: glibc's condition variables write their own
+//! estimate into an adaptive mutex's `__spins`, and in a process-shared mutex an index
+//! would mean another class in each process. Those, and mutexes whose `__spins` was
+//! never set (static initialisers), are classed by their address, which is looked up
+//! once and then kept. A class that finds no room in the table shares entry 0, which
+//! learns for all of them. Nothing here is on the uncontended path: the class is read
+//! after the first failed attempt.
+
+use core::cell::Cell;
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+
+use crate::mutex::{kind, RawMutex};
+use crate::observe::GiveUp;
+use crate::spin::{self, SpinTarget};
+use crate::{config, observe, sys};
+
+/// Entries of the class table; entry 0 is for classes that find no room.
+pub const CLASSES: usize = 512;
+/// Slots a class key may probe before it settles for entry 0.
+const PROBES: usize = 16;
+
+/// Spins in spin mode over which the win rate is judged.
+const SPIN_WINDOW: u32 = 64;
+/// In sleep mode, one contended acquisition of a thread in this many spins as a probe.
+const PROBE_EVERY: u32 = 32;
+/// Probes over which sleep mode is judged; half of them winning brings spinning back.
+const PROBE_WINDOW: u32 = 8;
+
+/// Rounds of an experiment (each one phase per mode).
+const ROUNDS: u32 = 3;
+/// Shortest phase of an experiment: short, since the phase in the worse mode costs
+/// the program throughput.
+const PHASE_NS: u64 = 1_000_000;
+/// Fewest acquisitions of the class in a phase, so that a slow lock's phase still
+/// measures something; a phase never lasts longer than [`PHASE_MAX_NS`].
+const PHASE_ACQUISITIONS: u64 = 1_000;
+const PHASE_MAX_NS: u64 = 100_000_000;
+/// Throughputs this close (3%) count as the same; CPU per acquisition then decides.
+const SAME_THROUGHPUT: (u64, u64) = (97, 100);
+/// From the second round on, a mode below this share of the other's throughput (80%)
+/// has lost: the experiment stops early.
+const CLEARLY_WORSE: (u64, u64) = (80, 100);
+/// Contended acquisitions a class must have had before its first experiment.
+const HOT: u32 = 64;
+const FIRST_INTERVAL_NS: u64 = 250_000_000;
+const MAX_INTERVAL_NS: u64 = 8_000_000_000;
+
+/// A class's mode.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum Mode {
+    Spin = 0,
+    Sleep = 1,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Spin => "spin",
+            Mode::Sleep => "sleep",
+        }
+    }
+
+    fn from_u8(v: u8) -> Mode {
+        if v == Mode::Sleep as u8 {
+            Mode::Sleep
+        } else {
+            Mode::Spin
+        }
+    }
+
+    fn other(self) -> Mode {
+        match self {
+            Mode::Spin => Mode::Sleep,
+            Mode::Sleep => Mode::Spin,
+        }
+    }
+}
+
+/// What one class has learned. All counters are approximate by design: threads update
+/// them without coordination, as glibc's adaptive mutex updates its estimate.
+#[repr(align(64))]
+pub struct Class {
+    /// The init call site's return address, or the mutex's address; 0: free.
+    key: AtomicUsize,
+    /// The key is a call site's return address (else a mutex's address).
+    call_site: AtomicBool,
+    mode: AtomicU8,
+    /// The mode was chosen by an experiment: probes do not change it.
+    measured: AtomicBool,
+    /// Moving average of the pauses a winning spin needed (as `spin` keeps per mutex).
+    estimate: AtomicU32,
+    /// Spins (or probes), wins, and pauses spun in all, in the current window.
+    spins: AtomicU32,
+    wins: AtomicU32,
+    spent: AtomicU32,
+    /// Contended acquisitions since the last experiment (saturating).
+    contended: AtomicU32,
+    next_experiment_ns: AtomicU64,
+    interval_ns: AtomicU64,
+    /// Contended acquisitions served in each mode.
+    served: [AtomicU64; 2],
+}
+
+impl Class {
+    const fn new() -> Class {
+        Class {
+            key: AtomicUsize::new(0),
+            call_site: AtomicBool::new(false),
+            mode: AtomicU8::new(Mode::Spin as u8),
+            measured: AtomicBool::new(false),
+            estimate: AtomicU32::new(0),
+            spins: AtomicU32::new(0),
+            wins: AtomicU32::new(0),
+            spent: AtomicU32::new(0),
+            contended: AtomicU32::new(0),
+            next_experiment_ns: AtomicU64::new(0),
+            interval_ns: AtomicU64::new(0),
+            served: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+
+    pub fn key(&self) -> usize {
+        self.key.load(Relaxed)
+    }
+
+    pub fn mode(&self) -> Mode {
+        Mode::from_u8(self.mode.load(Relaxed))
+    }
+
+    /// The mode was chosen by an experiment (else by whether spins win).
+    pub fn measured(&self) -> bool {
+        self.measured.load(Relaxed)
+    }
+
+    /// Contended acquisitions served in spin mode and in sleep mode.
+    pub fn served(&self) -> (u64, u64) {
+        (self.served[0].load(Relaxed), self.served[1].load(Relaxed))
+    }
+
+    fn experimenting(&self) -> bool {
+        EXPERIMENT.class.load(Relaxed) as usize == self.index() + 1
+    }
+
+    fn index(&self) -> usize {
+        (self as *const Class as usize - TABLE.as_ptr() as usize) / core::mem::size_of::<Class>()
+    }
+
+    fn set_mode(&self, to: Mode, measured: bool, because: &Because) {
+        self.measured.store(measured, Relaxed);
+        self.new_window();
+        let from = Mode::from_u8(self.mode.swap(to as u8, Relaxed));
+        if from != to {
+            // Named as the statistics name call sites: by the call instruction, one byte
+            // before the return address.
+            let name = self.key() - usize::from(self.call_site.load(Relaxed));
+            observe::policy_changed(name, from.name(), to.name(), because);
+        }
+    }
+
+    /// One spin (or probe) ended, after `pauses`, won or not: judges the window when it
+    /// is full.
+    fn spun(&self, pauses: u32, won: bool) {
+        if won {
+            self.wins.fetch_add(1, Relaxed);
+        }
+        let spent = self.spent.load(Relaxed);
+        self.spent.store(spent.saturating_add(pauses), Relaxed);
+        let n = self.spins.fetch_add(1, Relaxed) + 1;
+        let window = match self.mode() {
+            _ if self.experimenting() => return,
+            Mode::Spin => SPIN_WINDOW,
+            Mode::Sleep => PROBE_WINDOW,
+        };
+        if n < window {
+            return;
+        }
+        let wins = self.wins.load(Relaxed);
+        let (spent_ns, saved_ns) = spin_economics(self.spent.load(Relaxed), wins);
+        match self.mode() {
+            Mode::Spin if spent_ns > saved_ns => {
+                self.set_mode(Mode::Sleep, false, &Because::SpinsLose { wins, spins: n, spent_ns, saved_ns });
+            }
+            Mode::Sleep if 2 * spent_ns < saved_ns => {
+                self.set_mode(Mode::Spin, false, &Because::ProbesWin { wins, probes: n, spent_ns, saved_ns });
+            }
+            _ => self.new_window(),
+        }
+    }
+
+    fn new_window(&self) {
+        self.spins.store(0, Relaxed);
+        self.wins.store(0, Relaxed);
+        self.spent.store(0, Relaxed);
+    }
+}
+
+/// What a window's spins cost and what they saved, in nanoseconds: `pauses` spun in
+/// all, and `wins` sleeps avoided, each worth one futex sleep-and-wake round trip (the
+/// spin limit, which is set to that: see spin.rs).
+fn spin_economics(pauses: u32, wins: u32) -> (u64, u64) {
+    let spent_ns = u64::from(pauses) * u64::from(config::pause_ps()) / 1000;
+    let saved_ns = u64::from(wins) * config::spin_limit_ns();
+    (spent_ns, saved_ns)
+}
+
+static TABLE: [Class; CLASSES] = [const { Class::new() }; CLASSES];
+
+/// The class with `key`, if there is one (for the statistics report).
+pub fn find(key: usize) -> Option<&'static Class> {
+    let first = (key.max(1) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
+    (0..PROBES).map(|i| &TABLE[1 + (first as usize + i) % (CLASSES - 1)]).find(|c| c.key() == key && key != 0)
+}
+
+/// The entry for `key`, claimed if new; entry 0 when the table has no room near it.
+fn class_for_key(key: usize, call_site: bool) -> usize {
+    let key = key.max(1);
+    let first = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
+    for i in 0..PROBES {
+        let index = 1 + (first as usize + i) % (CLASSES - 1);
+        let class = &TABLE[index];
+        match class.key.load(Acquire) {
+            k if k == key => return index,
+            0 => match class.key.compare_exchange(0, key, AcqRel, Acquire) {
+                Ok(_) => {
+                    class.call_site.store(call_site, Relaxed);
+                    return index;
+                }
+                Err(k) if k == key => return index,
+                Err(_) => {}
+            },
+            _ => {}
+        }
+    }
+    0
+}
+
+/// Whether `m` keeps its class in `__spins` (module header).
+fn keeps_link(m: &RawMutex) -> bool {
+    let k = m.kind();
+    k & kind::PSHARED == 0 && k & kind::TYPE_MASK != kind::ADAPTIVE
+}
+
+/// `pthread_mutex_init` made `m`, called from `caller`: its class is the call site's.
+pub fn born(m: &RawMutex, caller: usize) {
+    if keeps_link(m) {
+        m.set_class_link(class_for_key(caller, true) as u16);
+    }
+}
+
+/// The class of `m`.
+pub fn class_of(m: &RawMutex) -> &'static Class {
+    if keeps_link(m) {
+        let link = usize::from(m.class_link());
+        if link != 0 && link < CLASSES {
+            return &TABLE[link];
+        }
+        let index = class_for_key(m.addr(), false);
+        if index != 0 {
+            m.set_class_link(index as u16);
+        }
+        return &TABLE[index];
+    }
+    &TABLE[class_for_key(m.addr(), false)]
+}
+
+/// A mutex seen through its class: what `spin` needs of the lock, with the estimate,
+/// the budget and the bookkeeping of the class.
+///
+/// The class's line is shared by every thread that contends for any of its mutexes, so
+/// writing it on every contended acquisition would cost more than a spin saves. Each
+/// thread therefore does the class's bookkeeping on one contended acquisition in
+/// [`SAMPLE`] (its `tick`), and counts it as that many; with statistics on, where exact
+/// counts matter more than speed, on every one.
+pub struct Classed<'a> {
+    mutex: &'a RawMutex,
+    class: &'static Class,
+    tick: u32,
+}
+
+/// One contended acquisition in this many does the class's bookkeeping.
+const SAMPLE: u32 = 8;
+
+thread_local! {
+    /// This thread's contended acquisitions under `auto` (wrapping).
+    static TICKS: Cell<u32> = const { Cell::new(0) };
+}
+
+impl<'a> Classed<'a> {
+    pub fn new(mutex: &'a RawMutex) -> Classed<'a> {
+        let tick = TICKS
+            .try_with(|t| {
+                let n = t.get().wrapping_add(1);
+                t.set(n);
+                n
+            })
+            .unwrap_or(0);
+        Classed { mutex, class: class_of(mutex), tick }
+    }
+
+    /// How many contended acquisitions this one stands for in the class's counts: 0
+    /// when it is not sampled.
+    fn weight(&self) -> u32 {
+        if observe::stats_on() {
+            1
+        } else if self.tick % SAMPLE == 0 {
+            SAMPLE
+        } else {
+            0
+        }
+    }
+
+    /// After a contended acquisition that succeeded: counts it and runs experiments.
+    pub fn acquired(&self) {
+        let weight = self.weight();
+        if weight == 0 {
+            return;
+        }
+        let class = self.class;
+        class.served[class.mode() as usize].fetch_add(u64::from(weight), Relaxed);
+        let n = class.contended.load(Relaxed);
+        class.contended.store(n.saturating_add(weight), Relaxed);
+        experiment_step(class);
+    }
+}
+
+impl SpinTarget for Classed<'_> {
+    #[inline]
+    fn looks_free(&self) -> bool {
+        self.mutex.looks_free()
+    }
+
+    #[inline]
+    fn try_take(&self) -> bool {
+        self.mutex.try_take()
+    }
+
+    #[inline]
+    fn owner_cpu(&self) -> Option<u32> {
+        self.mutex.owner_cpu()
+    }
+
+    fn reason_to_stop(&self) -> Option<GiveUp> {
+        self.mutex.reason_to_stop()
+    }
+
+    fn estimate(&self) -> u32 {
+        self.class.estimate.load(Relaxed)
+    }
+
+    fn set_estimate(&self, estimate: u32) {
+        self.class.estimate.store(estimate, Relaxed);
+    }
+
+    /// In sleep mode 0, except for a probe now and then.
+    fn budget(&self) -> u32 {
+        let class = self.class;
+        let probe = class.mode() == Mode::Sleep
+            && !class.measured.load(Relaxed)
+            && self.tick % PROBE_EVERY == 0
+            && !class.experimenting();
+        if class.mode() == Mode::Spin || probe {
+            spin::budget_for(self.estimate())
+        } else {
+            0
+        }
+    }
+
+    /// Sampled like the counts (see [`Classed`]); a probe always counts, since probes
+    /// are rare.
+    fn learn(&self, outcome: Result<u32, u32>) {
+        let probe = self.class.mode() == Mode::Sleep;
+        if self.weight() == 0 && !probe {
+            return;
+        }
+        self.set_estimate(spin::next_estimate(self.estimate(), outcome.ok()));
+        let (Ok(pauses) | Err(pauses)) = outcome;
+        self.class.spun(pauses, outcome.is_ok());
+    }
+
+    fn spinners(&self) -> &AtomicU32 {
+        self.mutex.spinners()
+    }
+
+    fn gave_up(&self, spun: u32, budget: u32, why: GiveUp) {
+        self.mutex.gave_up(spun, budget, why);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Experiments: one class at a time.
+
+/// Why a class changed mode, for the trace.
+pub enum Because {
+    /// The window's spins cost more CPU than the sleeps their wins avoided.
+    SpinsLose {
+        wins: u32,
+        spins: u32,
+        spent_ns: u64,
+        saved_ns: u64,
+    },
+    /// The probes' wins would save at least twice what spinning costs.
+    ProbesWin {
+        wins: u32,
+        probes: u32,
+        spent_ns: u64,
+        saved_ns: u64,
+    },
+    Measured(Outcome),
+}
+
+/// What an experiment measured, per mode: acquisitions per second and CPU nanoseconds
+/// per acquisition.
+#[derive(Clone, Copy, Default)]
+pub struct Outcome {
+    pub per_s: [u64; 2],
+    pub cpu_ns_per_acq: [u64; 2],
+}
+
+struct Experiment {
+    /// The experimenting class's index plus one; 0: none.
+    class: AtomicU32,
+    /// The phase running: rounds × 2; set to `u32::MAX` while one thread ends a phase.
+    phase: AtomicU32,
+    started_ns: AtomicU64,
+    started_cpu_ns: AtomicU64,
+    started_count: AtomicU64,
+    /// Totals per mode.
+    acquisitions: [AtomicU64; 2],
+    wall_ns: [AtomicU64; 2],
+    cpu_ns: [AtomicU64; 2],
+}
+
+static EXPERIMENT: Experiment = Experiment {
+    class: AtomicU32::new(0),
+    phase: AtomicU32::new(0),
+    started_ns: AtomicU64::new(0),
+    started_cpu_ns: AtomicU64::new(0),
+    started_count: AtomicU64::new(0),
+    acquisitions: [AtomicU64::new(0), AtomicU64::new(0)],
+    wall_ns: [AtomicU64::new(0), AtomicU64::new(0)],
+    cpu_ns: [AtomicU64::new(0), AtomicU64::new(0)],
+};
+
+/// Acquisitions of the experimenting class, striped by CPU so that counting costs no
+/// shared cache line.
+#[repr(align(64))]
+struct Stripe(AtomicU64);
+const STRIPES: usize = 64;
+static COUNTS: [Stripe; STRIPES] = [const { Stripe(AtomicU64::new(0)) }; STRIPES];
+/// Acquisitions of other locks meanwhile (they only pace the clock checks).
+static OTHERS: [Stripe; STRIPES] = [const { Stripe(AtomicU64::new(0)) }; STRIPES];
+
+fn count_total() -> u64 {
+    COUNTS.iter().map(|s| s.0.load(Relaxed)).fold(0, u64::wrapping_add)
+}
+
+/// The mode phase `phase` of an experiment measures: rounds alternate which goes first.
+fn phase_mode(phase: u32) -> Mode {
+    let first = if (phase / 2) % 2 == 0 { Mode::Spin } else { Mode::Sleep };
+    if phase % 2 == 0 {
+        first
+    } else {
+        first.other()
+    }
+}
+
+/// An experiment is running: every acquisition takes the general path, which calls
+/// [`count`].
+#[inline]
+pub fn measuring() -> bool {
+    config::fast_path_off() & config::MEASURING != 0
+}
+
+/// The caller took `m` (general path, while an experiment runs). Counts it if it is of
+/// the experimenting class; now and then, whatever the lock, looks at the clock, so
+/// that a phase ends even when the class's contended acquisitions stop.
+#[cold]
+pub fn count(m: &RawMutex) {
+    let running = EXPERIMENT.class.load(Relaxed) as usize;
+    if running == 0 {
+        return;
+    }
+    let stripe = crate::thread::cpu().unwrap_or(0) as usize % STRIPES;
+    let counter = if class_of(m).index() + 1 == running { &COUNTS[stripe] } else { &OTHERS[stripe] };
+    if counter.0.fetch_add(1, Relaxed) % 256 == 255 {
+        advance(&TABLE[running - 1], sys::now_ns());
+    }
+}
+
+/// After a contended acquisition of `class`: starts an experiment when it is due, or
+/// moves the running one on.
+fn experiment_step(class: &'static Class) {
+    let running = EXPERIMENT.class.load(Relaxed);
+    if running != 0 {
+        if running as usize == class.index() + 1 {
+            advance(class, sys::now_ns());
+        }
+        return;
+    }
+    if class.contended.load(Relaxed) < HOT || class.index() == 0 {
+        return;
+    }
+    // A class that sleeps because its spins lose has nothing to measure: spinning
+    // cannot raise the throughput of a lock whose spins do not win.
+    if class.mode() == Mode::Sleep && !class.measured.load(Relaxed) {
+        return;
+    }
+    let now = sys::now_ns();
+    let due = class.next_experiment_ns.load(Relaxed);
+    if due == 0 {
+        // First time hot: the first experiment comes at once.
+        class.next_experiment_ns.store(now, Relaxed);
+    } else if now < due {
+        return;
+    }
+    start(class, now);
+}
+
+fn start(class: &'static Class, now: u64) {
+    let e = &EXPERIMENT;
+    // The phase word doubles as the lock on the experiment's fields.
+    if e.class.compare_exchange(0, class.index() as u32 + 1, Acquire, Relaxed).is_err() {
+        return;
+    }
+    for m in 0..2 {
+        e.acquisitions[m].store(0, Relaxed);
+        e.wall_ns[m].store(0, Relaxed);
+        e.cpu_ns[m].store(0, Relaxed);
+    }
+    begin_phase(class, 0, now);
+    config::set_measuring(true);
+}
+
+fn begin_phase(class: &Class, phase: u32, now: u64) {
+    let e = &EXPERIMENT;
+    class.mode.store(phase_mode(phase) as u8, Relaxed);
+    e.started_ns.store(now, Relaxed);
+    e.started_cpu_ns.store(sys::process_cpu_ns(), Relaxed);
+    e.started_count.store(count_total(), Relaxed);
+    e.phase.store(phase, Release);
+}
+
+/// Ends the running phase if it has lasted long enough; the thread that ends it
+/// records it and starts the next one, or decides.
+fn advance(class: &Class, now: u64) {
+    let e = &EXPERIMENT;
+    let phase = e.phase.load(Acquire);
+    if phase == u32::MAX {
+        return;
+    }
+    let elapsed = now.saturating_sub(e.started_ns.load(Relaxed));
+    if elapsed < PHASE_NS {
+        return; // the common case, decided without reading the stripes
+    }
+    let counted = count_total().wrapping_sub(e.started_count.load(Relaxed));
+    if counted < PHASE_ACQUISITIONS && elapsed < PHASE_MAX_NS {
+        return;
+    }
+    if e.phase.compare_exchange(phase, u32::MAX, Acquire, Relaxed).is_err() {
+        return;
+    }
+    let cpu = sys::process_cpu_ns().saturating_sub(e.started_cpu_ns.load(Relaxed));
+    let m = phase_mode(phase) as usize;
+    e.acquisitions[m].fetch_add(counted, Relaxed);
+    e.wall_ns[m].fetch_add(elapsed, Relaxed);
+    e.cpu_ns[m].fetch_add(cpu, Relaxed);
+    let next = phase + 1;
+    let outcome = outcome();
+    let clear = next % 2 == 0 && next >= 4 && clearly_decided(&outcome);
+    if next < 2 * ROUNDS && !clear {
+        begin_phase(class, next, now);
+        return;
+    }
+    decide(class, outcome, now);
+}
+
+fn outcome() -> Outcome {
+    let e = &EXPERIMENT;
+    let mut o = Outcome::default();
+    for m in 0..2 {
+        let acq = e.acquisitions[m].load(Relaxed);
+        let wall = e.wall_ns[m].load(Relaxed).max(1);
+        o.per_s[m] = acq.saturating_mul(1_000_000_000) / wall;
+        o.cpu_ns_per_acq[m] = e.cpu_ns[m].load(Relaxed) / acq.max(1);
+    }
+    o
+}
+
+/// After a round: one mode's throughput far below the other's.
+fn clearly_decided(o: &Outcome) -> bool {
+    let [spin, sleep] = o.per_s;
+    spin * CLEARLY_WORSE.1 < sleep * CLEARLY_WORSE.0 || sleep * CLEARLY_WORSE.1 < spin * CLEARLY_WORSE.0
+}
+
+/// The mode an experiment's outcome chooses: the faster, unless the other is as fast
+/// (within 3%) and cheaper in CPU per acquisition.
+pub fn choose(o: &Outcome) -> Mode {
+    let [spin, sleep] = o.per_s;
+    let (faster, slower) = if spin >= sleep { (Mode::Spin, Mode::Sleep) } else { (Mode::Sleep, Mode::Spin) };
+    let (best, other) = (spin.max(sleep), spin.min(sleep));
+    let as_fast = other * SAME_THROUGHPUT.1 >= best * SAME_THROUGHPUT.0;
+    if as_fast && o.cpu_ns_per_acq[slower as usize] < o.cpu_ns_per_acq[faster as usize] {
+        slower
+    } else {
+        faster
+    }
+}
+
+fn decide(class: &Class, o: Outcome, now: u64) {
+    let before = if class.measured.load(Relaxed) { Some(class.mode()) } else { None };
+    let to = choose(&o);
+    // The mode the class had before the experiment is what a trace reader compares
+    // with; during the experiment it alternated.
+    class.mode.store(before.unwrap_or(Mode::Spin) as u8, Relaxed);
+    class.set_mode(to, true, &Because::Measured(o));
+    let stayed = before == Some(to) || (before.is_none() && to == Mode::Spin);
+    let interval = match class.interval_ns.load(Relaxed) {
+        0 => FIRST_INTERVAL_NS,
+        i if stayed => (i * 2).min(MAX_INTERVAL_NS),
+        _ => FIRST_INTERVAL_NS,
+    };
+    class.interval_ns.store(interval, Relaxed);
+    class.next_experiment_ns.store(now + interval, Relaxed);
+    class.contended.store(0, Relaxed);
+    config::set_measuring(false);
+    EXPERIMENT.class.store(0, Release);
+}
+
+/// In a child after `fork`: an experiment of the parent's (its phases timed by the
+/// parent's threads) is abandoned; the class keeps the mode it had.
+pub fn after_fork_in_child() {
+    let running = EXPERIMENT.class.load(Relaxed);
+    if running != 0 {
+        let class = &TABLE[running as usize - 1];
+        class.mode.store(Mode::Spin as u8, Relaxed);
+        class.measured.store(false, Relaxed);
+        config::set_measuring(false);
+        EXPERIMENT.phase.store(0, Relaxed);
+        EXPERIMENT.class.store(0, Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(spin: u64, sleep: u64, spin_cpu: u64, sleep_cpu: u64) -> Outcome {
+        Outcome { per_s: [spin, sleep], cpu_ns_per_acq: [spin_cpu, sleep_cpu] }
+    }
+
+    #[test]
+    fn the_faster_mode_wins_unless_the_other_is_as_fast_and_cheaper() {
+        assert_eq!(choose(&outcome(300, 100, 50, 80)), Mode::Spin);
+        assert_eq!(choose(&outcome(100, 300, 50, 80)), Mode::Sleep);
+        // As fast (within 3%) and cheaper: the cheaper one.
+        assert_eq!(choose(&outcome(100, 98, 160, 100)), Mode::Sleep);
+        assert_eq!(choose(&outcome(98, 100, 100, 160)), Mode::Spin);
+        // 5% slower is not as fast, however cheap.
+        assert_eq!(choose(&outcome(100, 95, 160, 100)), Mode::Spin);
+    }
+
+    #[test]
+    fn rounds_alternate_which_mode_goes_first() {
+        let order: Vec<Mode> = (0..6).map(phase_mode).collect();
+        use Mode::*;
+        assert_eq!(order, [Spin, Sleep, Sleep, Spin, Spin, Sleep]);
+    }
+}
