@@ -14,6 +14,12 @@
  *                  in the fairness figures.
  * --idle-thread C  thread 0 runs at SCHED_IDLE pinned to CPU C: an owner that runs
  *                  only when C has nothing else to do.
+ * --mixed S        two lock classes of opposite needs: threads 0..S-1 share a second
+ *                  mutex (made at another call site, alone on its line) and hold it
+ *                  for a long computation (SLOW_HOLD_NS of pauses, then as long
+ *                  outside), while the others run the usual loop on the first. More
+ *                  threads than CPUs: a thread spinning for the slow lock takes a CPU
+ *                  the others need. The output adds each class's operations.
  *
  * Linked into the `spinmutex` command only (never into the preloaded library); the
  * command runs it as `spinmutex __workload ARGS...` in a child process with
@@ -71,6 +77,15 @@ static struct {
 } __attribute__((aligned(64))) counter_alone;
 _Static_assert(sizeof(struct together) == 64, "the shared layout fits one cache line");
 
+/* --mixed: the slow class's lock and counter, and how many threads use it. */
+#define SLOW_HOLD_NS 50000
+static struct {
+    pthread_mutex_t lock;
+    unsigned long counter;
+} __attribute__((aligned(64))) slow;
+static unsigned long slow_threads;
+static unsigned slow_pauses;
+
 static pthread_mutex_t *the_lock;
 static unsigned long *shared_counter; /* only touched under the_lock */
 static int no_lock;
@@ -120,6 +135,28 @@ static void *control_main(struct worker *w)
     return NULL;
 }
 
+/* A thread of the slow class (--mixed): a long computation under the lock. */
+static void *slow_main(struct worker *w)
+{
+    unsigned long ops = 0;
+    while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&slow.lock);
+        spin_load(slow_pauses);
+        ++slow.counter;
+        pthread_mutex_unlock(&slow.lock);
+        ops++;
+        spin_load(slow_pauses);
+    }
+    w->ops = ops;
+    return NULL;
+}
+
+/* The slow class's mutex, made at a call site of its own. */
+static __attribute__((noinline)) int make_slow_lock(void)
+{
+    return pthread_mutex_init(&slow.lock, NULL);
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -130,6 +167,8 @@ static void *worker_main(void *arg)
     pthread_barrier_wait(&start_barrier);
     if (no_lock)
         return control_main(w);
+    if (w->index < slow_threads)
+        return slow_main(w);
     while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
         /* The 64th, 128th, ... acquisition: never the first, whose wait is the
          * start-up stampede of all threads leaving the barrier at once. */
@@ -187,7 +226,7 @@ static int usage(const char *msg)
             "spinmutex __workload: %s\n"
             "usage: spinmutex __workload [--threads N] [--load L] [--duration-ms MS]\n"
             "                            [--layout alone|shared] [--adaptive | --no-lock]\n"
-            "                            [--idle-thread CPU] [--timeout-s S]\n",
+            "                            [--idle-thread CPU] [--mixed S] [--timeout-s S]\n",
             msg);
     return 2;
 }
@@ -228,6 +267,10 @@ int spinmutex_contention_main(int argc, char **argv)
                 return usage("--idle-thread needs a CPU number");
             idle_cpu = (int)cpu_arg;
             i++;
+        } else if (strcmp(a, "--mixed") == 0) {
+            if (parse_ulong(v, 100000, &slow_threads) != 0 || slow_threads == 0)
+                return usage("--mixed needs a whole number of slow threads, at least 1");
+            i++;
         } else if (strcmp(a, "--threads") == 0) {
             if (parse_ulong(v, 100000, &threads) != 0 || threads == 0)
                 return usage("--threads needs a whole number from 1 to 100000");
@@ -253,6 +296,8 @@ int spinmutex_contention_main(int argc, char **argv)
     load = (unsigned)load_arg;
     if (adaptive && no_lock)
         return usage("--adaptive and --no-lock exclude each other");
+    if (slow_threads > 0 && (no_lock || slow_threads >= threads))
+        return usage("--mixed needs the lock and fewer slow threads than threads");
     the_lock = shared_layout ? &together.lock : &lock_alone.lock;
     shared_counter = shared_layout ? &together.counter : &counter_alone.counter;
 
@@ -276,6 +321,13 @@ int spinmutex_contention_main(int argc, char **argv)
         pthread_mutexattr_destroy(&attr);
 
     double pause_ns = measure_pause_ns();
+    if (slow_threads > 0) {
+        slow_pauses = (unsigned)(SLOW_HOLD_NS / (pause_ns > 0.1 ? pause_ns : 0.1));
+        if (make_slow_lock() != 0) {
+            fprintf(stderr, "spinmutex __workload: pthread_mutex_init failed\n");
+            return 3;
+        }
+    }
 
     struct worker *workers = calloc(threads, sizeof *workers);
     if (workers == NULL) {
@@ -318,10 +370,12 @@ int spinmutex_contention_main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru1);
     alarm(0);
 
-    unsigned long total = 0, min_ops = 0, max_ops = 0, samples = 0;
+    unsigned long total = 0, min_ops = 0, max_ops = 0, samples = 0, slow_ops = 0;
     for (unsigned long t = 0; t < threads; t++) {
         unsigned long ops = workers[t].ops;
         total += ops;
+        if (t < slow_threads)
+            slow_ops += ops;
         if (t == 0 || ops < min_ops)
             min_ops = ops;
         if (ops > max_ops)
@@ -351,16 +405,19 @@ int spinmutex_contention_main(int argc, char **argv)
     /* The control has no shared counter to check. */
     if (no_lock)
         *shared_counter = total;
-    int counter_ok = *shared_counter == total;
+    int counter_ok = *shared_counter + slow.counter == total && slow.counter == slow_ops;
 
     printf("threads=%lu load=%u adaptive=%d layout_shared=%d no_lock=%d duration_ms=%lu ops=%lu elapsed_s=%.6f ops_per_s=%.1f "
            "cpu_s=%.6f user_s=%.6f sys_s=%.6f min_thread_ops=%lu mean_thread_ops=%.1f "
            "max_thread_ops=%lu wait_samples=%lu wait_p50_ns=%llu wait_p99_ns=%llu "
-           "wait_max_ns=%llu pause_ns=%.3f vol_ctx=%ld invol_ctx=%ld counter=%lu counter_ok=%d\n",
+           "wait_max_ns=%llu pause_ns=%.3f vol_ctx=%ld invol_ctx=%ld counter=%lu counter_ok=%d",
            threads, load, adaptive, shared_layout, no_lock, duration_ms, total, elapsed, elapsed > 0 ? (double)total / elapsed : 0.0,
            user + sys, user, sys, min_ops, (double)total / (double)threads, max_ops, samples,
            (unsigned long long)p50, (unsigned long long)p99, (unsigned long long)pmax, pause_ns,
            ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, *shared_counter, counter_ok);
+    if (slow_threads > 0)
+        printf(" slow_threads=%lu slow_ops=%lu fast_ops=%lu", slow_threads, slow_ops, total - slow_ops);
+    printf("\n");
     fflush(stdout);
 
     for (unsigned long t = 0; t < threads; t++)
@@ -370,8 +427,8 @@ int spinmutex_contention_main(int argc, char **argv)
     pthread_mutex_destroy(the_lock);
 
     if (!counter_ok) {
-        fprintf(stderr, "spinmutex __workload: LOST UPDATE: shared counter %lu, sum of per-thread counts %lu\n",
-                *shared_counter, total);
+        fprintf(stderr, "spinmutex __workload: LOST UPDATE: shared counters %lu + %lu, sum of per-thread counts %lu\n",
+                *shared_counter, slow.counter, total);
         return 1;
     }
     return 0;
