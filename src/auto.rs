@@ -71,8 +71,7 @@ use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 
 use crate::mutex::{kind, RawMutex};
-use crate::observe::GiveUp;
-use crate::spin::{self, SpinTarget};
+use crate::spin;
 use crate::{config, observe, sys};
 
 /// Entries of the class table; entry 0 is for classes that find no room.
@@ -325,19 +324,17 @@ pub fn class_of(m: &RawMutex) -> &'static Class {
     &TABLE[class_for_key(m.addr(), false)]
 }
 
-/// A mutex seen through its class: what `spin` needs of the lock, with the estimate,
-/// the budget and the bookkeeping of the class.
-///
-/// The class's line is shared by every thread that contends for any of its mutexes, so
-/// writing it on every contended acquisition would cost more than a spin saves. Each
-/// thread therefore does the class's bookkeeping on one contended acquisition in
-/// [`SAMPLE`] (its `tick`), and counts it as that many; with statistics on, where exact
-/// counts matter more than speed, on every one.
-pub struct Classed<'a> {
-    mutex: &'a RawMutex,
-    class: &'static Class,
-    tick: u32,
-}
+// What the waiting code of mutex.rs asks of `auto`, through `RawMutex`'s `SpinTarget`
+// methods: the mutex's class supplies the budget and the estimate, and learns from the
+// outcome.
+//
+// The class's line is shared by every thread that contends for any of its mutexes, so
+// writing it on every contended acquisition would cost more than a spin saves. Each
+// thread therefore does the class's bookkeeping on one contended acquisition in
+// [`SAMPLE`] (its tick, counted in `budget`), and counts it as that many; with
+// statistics on, where exact counts matter more than speed, on every one. These run
+// before and after the wait, out of line: the waiting code's frames stand under every
+// trace event it emits (see tests/host.rs on stack use).
 
 /// One contended acquisition in this many does the class's bookkeeping.
 const SAMPLE: u32 = 8;
@@ -347,105 +344,76 @@ thread_local! {
     static TICKS: Cell<u32> = const { Cell::new(0) };
 }
 
-impl<'a> Classed<'a> {
-    pub fn new(mutex: &'a RawMutex) -> Classed<'a> {
-        let tick = TICKS
-            .try_with(|t| {
-                let n = t.get().wrapping_add(1);
-                t.set(n);
-                n
-            })
-            .unwrap_or(0);
-        Classed { mutex, class: class_of(mutex), tick }
-    }
+fn tick() -> u32 {
+    TICKS.try_with(Cell::get).unwrap_or(0)
+}
 
-    /// How many contended acquisitions this one stands for in the class's counts: 0
-    /// when it is not sampled.
-    fn weight(&self) -> u32 {
-        if observe::stats_on() {
-            1
-        } else if self.tick % SAMPLE == 0 {
-            SAMPLE
-        } else {
-            0
-        }
-    }
-
-    /// After a contended acquisition that succeeded: counts it and runs experiments.
-    pub fn acquired(&self) {
-        let weight = self.weight();
-        if weight == 0 {
-            return;
-        }
-        let class = self.class;
-        class.served[class.mode() as usize].fetch_add(u64::from(weight), Relaxed);
-        let n = class.contended.load(Relaxed);
-        class.contended.store(n.saturating_add(weight), Relaxed);
-        experiment_step(class);
+/// How many contended acquisitions the current one stands for in its class's counts: 0
+/// when it is not sampled.
+fn weight(tick: u32) -> u32 {
+    if observe::stats_on() {
+        1
+    } else if tick % SAMPLE == 0 {
+        SAMPLE
+    } else {
+        0
     }
 }
 
-impl SpinTarget for Classed<'_> {
-    #[inline]
-    fn looks_free(&self) -> bool {
-        self.mutex.looks_free()
-    }
+/// The spin estimate of `m`'s class.
+pub fn estimate(m: &RawMutex) -> u32 {
+    class_of(m).estimate.load(Relaxed)
+}
 
-    #[inline]
-    fn try_take(&self) -> bool {
-        self.mutex.try_take()
+/// How long a contended acquisition of `m` may spin: as `spin` in spin mode, 0 in sleep
+/// mode except for a probe now and then. Counts the acquisition (the thread's tick).
+#[inline(never)]
+pub fn budget(m: &RawMutex) -> u32 {
+    let tick = TICKS
+        .try_with(|t| {
+            let n = t.get().wrapping_add(1);
+            t.set(n);
+            n
+        })
+        .unwrap_or(0);
+    let class = class_of(m);
+    let probe = class.mode() == Mode::Sleep
+        && !class.measured.load(Relaxed)
+        && tick % PROBE_EVERY == 0
+        && !class.experimenting();
+    if class.mode() == Mode::Spin || probe {
+        spin::budget_for(class.estimate.load(Relaxed))
+    } else {
+        0
     }
+}
 
-    #[inline]
-    fn owner_cpu(&self) -> Option<u32> {
-        self.mutex.owner_cpu()
+/// A spin on `m` ended (`Ok`: won after so many pauses; `Err`: spent so many in vain).
+/// Sampled like the counts; a probe always counts, since probes are rare.
+#[inline(never)]
+pub fn learn(m: &RawMutex, outcome: Result<u32, u32>) {
+    let class = class_of(m);
+    if weight(tick()) == 0 && class.mode() != Mode::Sleep {
+        return;
     }
+    let estimate = class.estimate.load(Relaxed);
+    class.estimate.store(spin::next_estimate(estimate, outcome.ok()), Relaxed);
+    let (Ok(pauses) | Err(pauses)) = outcome;
+    class.spun(pauses, outcome.is_ok());
+}
 
-    fn reason_to_stop(&self) -> Option<GiveUp> {
-        self.mutex.reason_to_stop()
+/// A contended acquisition of `m` succeeded: counts it and runs experiments.
+#[inline(never)]
+pub fn acquired(m: &RawMutex) {
+    let weight = weight(tick());
+    if weight == 0 {
+        return;
     }
-
-    fn estimate(&self) -> u32 {
-        self.class.estimate.load(Relaxed)
-    }
-
-    fn set_estimate(&self, estimate: u32) {
-        self.class.estimate.store(estimate, Relaxed);
-    }
-
-    /// In sleep mode 0, except for a probe now and then.
-    fn budget(&self) -> u32 {
-        let class = self.class;
-        let probe = class.mode() == Mode::Sleep
-            && !class.measured.load(Relaxed)
-            && self.tick % PROBE_EVERY == 0
-            && !class.experimenting();
-        if class.mode() == Mode::Spin || probe {
-            spin::budget_for(self.estimate())
-        } else {
-            0
-        }
-    }
-
-    /// Sampled like the counts (see [`Classed`]); a probe always counts, since probes
-    /// are rare.
-    fn learn(&self, outcome: Result<u32, u32>) {
-        let probe = self.class.mode() == Mode::Sleep;
-        if self.weight() == 0 && !probe {
-            return;
-        }
-        self.set_estimate(spin::next_estimate(self.estimate(), outcome.ok()));
-        let (Ok(pauses) | Err(pauses)) = outcome;
-        self.class.spun(pauses, outcome.is_ok());
-    }
-
-    fn spinners(&self) -> &AtomicU32 {
-        self.mutex.spinners()
-    }
-
-    fn gave_up(&self, spun: u32, budget: u32, why: GiveUp) {
-        self.mutex.gave_up(spun, budget, why);
-    }
+    let class = class_of(m);
+    class.served[class.mode() as usize].fetch_add(u64::from(weight), Relaxed);
+    let n = class.contended.load(Relaxed);
+    class.contended.store(n.saturating_add(weight), Relaxed);
+    experiment_step(class);
 }
 
 // ---------------------------------------------------------------------------------

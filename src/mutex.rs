@@ -318,26 +318,16 @@ impl RawMutex {
     /// Waits for the lock after `try_acquire` failed: spins first if the strategy says
     /// so, then sleeps. `Err` is `ETIMEDOUT` once `deadline` passes.
     pub fn acquire_contended(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
-        if !crate::config::row().learns {
-            return self.acquire_as(self, deadline);
-        }
-        // `auto`: the mutex's class decides how it spins (auto.rs).
-        let classed = crate::auto::Classed::new(self);
-        let acquired = self.acquire_as(&classed, deadline);
-        if acquired.is_ok() {
-            classed.acquired();
+        let acquired = self.spin_then_sleep(deadline);
+        if acquired.is_ok() && crate::config::row().learns {
+            crate::auto::acquired(self); // `auto`: the class counts it (auto.rs)
         }
         acquired
     }
 
-    /// `acquire_contended`, spinning as `target` says.
     #[inline(always)]
-    fn acquire_as(
-        &self,
-        target: &impl crate::spin::SpinTarget,
-        deadline: Option<&Deadline>,
-    ) -> Result<Acquired, c_int> {
-        let spins = match crate::spin::spin(target) {
+    fn spin_then_sleep(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
+        let spins = match crate::spin::spin(self) {
             Ok(spins) => return Ok(Acquired { how: How::Spinning, spins, sleeps: 0 }),
             Err(spins) => spins,
         };
@@ -545,12 +535,32 @@ impl crate::spin::SpinTarget for RawMutex {
         (self.counts_sleepers() && self.sleepers.load(Relaxed) != 0).then_some(GiveUp::Sleepers)
     }
 
+    /// Under `auto` the estimate is the class's, and `__spins` holds the class.
     fn estimate(&self) -> u32 {
+        if crate::config::row().learns {
+            return crate::auto::estimate(self);
+        }
         self.spins.load(Relaxed).max(0) as u32
     }
 
     fn set_estimate(&self, estimate: u32) {
-        self.spins.store(estimate.min(i16::MAX as u32) as i16, Relaxed);
+        if !crate::config::row().learns {
+            self.spins.store(estimate.min(i16::MAX as u32) as i16, Relaxed);
+        }
+    }
+
+    fn budget(&self) -> u32 {
+        if crate::config::row().learns {
+            return crate::auto::budget(self);
+        }
+        crate::spin::budget_for(self.estimate())
+    }
+
+    fn learn(&self, outcome: Result<u32, u32>) {
+        if crate::config::row().learns {
+            return crate::auto::learn(self, outcome);
+        }
+        self.set_estimate(crate::spin::next_estimate(self.estimate(), outcome.ok()));
     }
 
     fn spinners(&self) -> &AtomicU32 {
