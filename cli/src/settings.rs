@@ -221,7 +221,8 @@ impl Effective {
         // Only the settings the strategy uses: futex never spins, and under kernel the
         // kernel decides how long to spin and nothing is handed off.
         let mut line = format!("strategy={}", self.strategy);
-        if self.strategy == Strategy::Spin.name() {
+        let spins = self.strategy == Strategy::Spin.name() || self.strategy == Strategy::Auto.name();
+        if spins {
             let ps = u64::from(self.pause_ps);
             let pauses = (self.spin_limit_ns * 1000 + ps / 2).checked_div(ps).unwrap_or(0);
             let _ = write!(
@@ -240,7 +241,7 @@ impl Effective {
                 Nanos(self.handoff_wait_ns)
             );
         }
-        if self.strategy == Strategy::Spin.name() {
+        if spins {
             let _ = write!(line, " fair={}", u8::from(self.fair));
         }
         let _ = write!(line, " stats={} trace={}", self.stats, on(self.trace));
