@@ -1,16 +1,88 @@
-//! What both grids (the mutex grid and the rwlock grid) share: checking that a run
-//! loaded the library as asked and saying why one failed, the throughput table with a
-//! column group per arm and its number formats, the closing warnings, the files written
-//! and the exit status.
+//! What both grids (the mutex grid and the rwlock grid) share. A grid plugs its
+//! workload in as a [`Workload`] (the child's subcommand, the keys its output line must
+//! hold, the key that says its shared data stayed consistent); [`run`] runs it once
+//! under an arm, checks that the library loaded as asked and reads the line. The rest is
+//! the throughput table with a column group per arm and its number formats, the closing
+//! warnings, the files written and the exit status.
 
 use std::path::Path;
+use std::process::Command;
 
 use crate::output::text::{self, Table};
-use crate::process::library::Arm;
+use crate::process::library::{self, Arm};
+use crate::process::settings::Effective;
 use crate::process::settings::Expected;
 use crate::process::{child, handshake};
-use crate::stats::sample::Versus;
+use crate::stats::sample::{Sample, Versus};
 use crate::Failure;
+
+/// A grid's workload, as a run needs it.
+pub(super) struct Workload {
+    /// The hidden subcommand that runs it in a child of this command.
+    pub subcommand: &'static str,
+    /// The keys its output line must hold, and those whose values are words.
+    pub required: &'static [&'static str],
+    pub words: &'static [&'static str],
+    /// The key that is 1 when the workload's shared data stayed consistent, and what a
+    /// run in which it did not is told as.
+    pub consistent: (&'static str, &'static str),
+}
+
+/// One run of a workload under one arm.
+pub(super) struct Run {
+    pub wall_s: f64,
+    /// The output line, also that of a run that failed when it printed one.
+    pub sample: Option<Sample>,
+    pub error: Option<String>,
+    /// What the library said when it loaded in the run's processes.
+    pub loads: Vec<Effective>,
+}
+
+/// Runs `workload` once under `arm`, with the arguments `args` adds to the child's
+/// command line. Stops the grid (Err) when the library did not load as asked, since
+/// every later run would measure the wrong thing too. None when the command was
+/// interrupted: the run is not finished.
+pub(super) fn run(
+    workload: &Workload,
+    exe: &Path,
+    lib: &Path,
+    env: &[(String, String)],
+    arm: Arm,
+    args: impl FnOnce(&mut Command),
+) -> Result<Option<Run>, Failure> {
+    let mut cmd = Command::new(exe);
+    cmd.arg(workload.subcommand);
+    args(&mut cmd);
+    library::apply(arm, &mut cmd, lib, env);
+    let mut rec = Run { wall_s: f64::NAN, sample: None, error: None, loads: Vec::new() };
+    let done = match child::run(&mut cmd, child::Output::Keep) {
+        _ if child::interrupted().is_some() => return Ok(None),
+        Err(e) => {
+            rec.error = Some(format!("cannot start the workload: {e}"));
+            return Ok(Some(rec));
+        }
+        Ok(done) => done,
+    };
+    check_loads(arm, exe, env, &done)?;
+    rec.wall_s = done.wall.as_secs_f64();
+    let parsed = Sample::parse(&String::from_utf8_lossy(&done.stdout), workload.required, workload.words);
+    if !done.termination.success() {
+        rec.error = Some(failure_message(&done));
+        rec.sample = parsed.ok();
+    } else {
+        let (key, inconsistent) = workload.consistent;
+        match parsed {
+            Ok(s) if s.get(key) != 1.0 => {
+                rec.error = Some(inconsistent.into());
+                rec.sample = Some(s);
+            }
+            Ok(s) => rec.sample = Some(s),
+            Err(e) => rec.error = Some(e),
+        }
+    }
+    rec.loads = done.loads;
+    Ok(Some(rec))
+}
 
 /// A grid's exit status: 128 + the signal that interrupted it, else 1 when a run
 /// failed, else 0.
@@ -48,7 +120,7 @@ pub(crate) fn write(path: &Path, text: String) -> Result<(), Failure> {
 
 /// Stops the benchmark (Err) when the library did not load in a run of `arm` as asked:
 /// every later run would measure the wrong thing too.
-pub(crate) fn check_loads(
+fn check_loads(
     arm: Arm,
     exe: &Path,
     env: &[(String, String)],
@@ -83,7 +155,7 @@ pub(crate) fn check_loads(
 }
 
 /// Why a workload run failed: how it ended and the last line it wrote on stderr.
-pub(crate) fn failure_message(done: &child::Finished) -> String {
+fn failure_message(done: &child::Finished) -> String {
     let err = String::from_utf8_lossy(&done.stderr);
     let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
     let mut msg = done.termination.describe();

@@ -3,7 +3,7 @@
 //! Every run is a child process, `spinmutex __workload ...`, with the library preloaded
 //! under one strategy (see bench/contention.c), or without it for `none` and for the
 //! lock-free control. A cell is one workload shape: a layout × threads × load of the
-//! grid, or a scenario (scenario.rs). Within a cell the arms are interleaved: for each
+//! grid, or a scenario (../scenario.rs). Within a cell the arms are interleaved: for each
 //! run, every arm once.
 
 use std::collections::BTreeMap;
@@ -26,7 +26,7 @@ use crate::stats::sample::{median_of, samples, throughputs, values, Runs, Sample
 use crate::Failure;
 
 use super::args::{BenchArgs, Layout};
-use super::grid::{check_loads, exit_status, failure_message, print_warnings_and_failures, write};
+use super::grid::{self, exit_status, print_warnings_and_failures, write};
 use output::{render_tables, run_json, to_csv, to_svg};
 
 mod output;
@@ -459,9 +459,15 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     Ok(exit_status(interrupted, failed.is_empty()))
 }
 
-/// One run of the workload; stops the benchmark (Err) when the library did not load as
-/// asked, since every later run would measure the wrong thing too. None when the
-/// command was interrupted: the run is not finished.
+/// The mutex grid's workload (bench/contention.c).
+const WORKLOAD: grid::Workload = grid::Workload {
+    subcommand: "__workload",
+    required: REQUIRED_KEYS,
+    words: &[],
+    consistent: ("counter_ok", "LOST UPDATE: the shared counter does not add up"),
+};
+
+/// One run of the workload (see [`grid::run`]).
 fn run_once(
     exe: &Path,
     lib: &Path,
@@ -471,58 +477,35 @@ fn run_once(
     arm: Arm,
     run: u64,
 ) -> Result<Option<(RunRecord, Vec<Effective>)>, Failure> {
-    let mut cmd = Command::new(exe);
-    cmd.arg("__workload")
-        .args(["--threads", &cell.threads.to_string(), "--load", &cell.load.to_string()])
-        .args(["--duration-ms", &cell.duration_ms.to_string()])
-        .args(["--layout", &cell.layout.to_string()]);
-    match arm {
-        Arm::GlibcAdaptive => {
-            cmd.arg("--adaptive");
+    let args = |cmd: &mut Command| {
+        cmd.args(["--threads", &cell.threads.to_string(), "--load", &cell.load.to_string()])
+            .args(["--duration-ms", &cell.duration_ms.to_string()])
+            .args(["--layout", &cell.layout.to_string()]);
+        match arm {
+            Arm::GlibcAdaptive => {
+                cmd.arg("--adaptive");
+            }
+            Arm::LockFree => {
+                cmd.arg("--no-lock");
+            }
+            _ => {}
         }
-        Arm::LockFree => {
-            cmd.arg("--no-lock");
+        if let Some(stage) = stage {
+            cmd.args(&stage.args);
+            stage.apply(cmd);
         }
-        _ => {}
-    }
-    if let Some(stage) = stage {
-        cmd.args(&stage.args);
-        stage.apply(&mut cmd);
-    }
-    library::apply(arm, &mut cmd, lib, env);
-    let mut rec = RunRecord {
+    };
+    let Some(done) = grid::run(&WORKLOAD, exe, lib, env, arm, args)? else {
+        return Ok(None);
+    };
+    let rec = RunRecord {
         cell: index,
         strategy: arm.to_string(),
         run,
-        wall_s: f64::NAN,
-        sample: None,
-        error: None,
+        wall_s: done.wall_s,
+        sample: done.sample,
+        error: done.error,
     };
-    let done = match child::run(&mut cmd, child::Output::Keep) {
-        _ if child::interrupted().is_some() => return Ok(None),
-        Err(e) => {
-            rec.error = Some(format!("cannot start the workload: {e}"));
-            return Ok(Some((rec, Vec::new())));
-        }
-        Ok(done) => done,
-    };
-    check_loads(arm, exe, env, &done)?;
-    rec.wall_s = done.wall.as_secs_f64();
-    let stdout = String::from_utf8_lossy(&done.stdout);
-    let parsed = Sample::parse(&stdout, REQUIRED_KEYS, &[]);
-    if !done.termination.success() {
-        rec.error = Some(failure_message(&done));
-        rec.sample = parsed.ok();
-    } else {
-        match parsed {
-            Ok(s) if s.get("counter_ok") != 1.0 => {
-                rec.error = Some("LOST UPDATE: the shared counter does not add up".into());
-                rec.sample = Some(s);
-            }
-            Ok(s) => rec.sample = Some(s),
-            Err(e) => rec.error = Some(e),
-        }
-    }
     Ok(Some((rec, done.loads)))
 }
 

@@ -370,8 +370,15 @@ struct Cell {
     load: u64,
 }
 
-/// One run of the workload; stops the benchmark (Err) when the library did not load as
-/// asked. None when the command was interrupted: the run is not finished.
+/// The rwlock grid's workload (bench/rwlock.c).
+const WORKLOAD: grid::Workload = grid::Workload {
+    subcommand: "__rwlock_workload",
+    required: REQUIRED_KEYS,
+    words: WORD_KEYS,
+    consistent: ("data_ok", "INCONSISTENT: a torn read or a lost write"),
+};
+
+/// One run of the workload (see [`grid::run`]).
 fn run_once(
     exe: &Path,
     lib: &Path,
@@ -381,46 +388,24 @@ fn run_once(
     arm: Arm,
     run: u64,
 ) -> Result<Option<(RunRecord, Vec<Effective>)>, Failure> {
-    let mut cmd = Command::new(exe);
-    cmd.arg("__rwlock_workload")
-        .args(["--threads", &cell.threads.to_string(), "--load", &cell.load.to_string()])
-        .args(["--write-permille", &permille(cell.writes).to_string()])
-        .args(["--duration-ms", &c.duration_ms.to_string(), "--kind", &c.kind]);
-    library::apply(arm, &mut cmd, lib, env);
-    let mut rec = RunRecord {
+    let args = |cmd: &mut Command| {
+        cmd.args(["--threads", &cell.threads.to_string(), "--load", &cell.load.to_string()])
+            .args(["--write-permille", &permille(cell.writes).to_string()])
+            .args(["--duration-ms", &c.duration_ms.to_string(), "--kind", &c.kind]);
+    };
+    let Some(done) = grid::run(&WORKLOAD, exe, lib, env, arm, args)? else {
+        return Ok(None);
+    };
+    let rec = RunRecord {
         threads: cell.threads,
         writes_pct: cell.writes,
         load: cell.load,
         strategy: arm.to_string(),
         run,
-        wall_s: f64::NAN,
-        sample: None,
-        error: None,
+        wall_s: done.wall_s,
+        sample: done.sample,
+        error: done.error,
     };
-    let done = match child::run(&mut cmd, child::Output::Keep) {
-        _ if child::interrupted().is_some() => return Ok(None),
-        Err(e) => {
-            rec.error = Some(format!("cannot start the workload: {e}"));
-            return Ok(Some((rec, Vec::new())));
-        }
-        Ok(done) => done,
-    };
-    grid::check_loads(arm, exe, env, &done)?;
-    rec.wall_s = done.wall.as_secs_f64();
-    let parsed = Sample::parse(&String::from_utf8_lossy(&done.stdout), REQUIRED_KEYS, WORD_KEYS);
-    if !done.termination.success() {
-        rec.error = Some(grid::failure_message(&done));
-        rec.sample = parsed.ok();
-    } else {
-        match parsed {
-            Ok(s) if s.get("data_ok") != 1.0 => {
-                rec.error = Some("INCONSISTENT: a torn read or a lost write".into());
-                rec.sample = Some(s);
-            }
-            Ok(s) => rec.sample = Some(s),
-            Err(e) => rec.error = Some(e),
-        }
-    }
     Ok(Some((rec, done.loads)))
 }
 
