@@ -46,7 +46,7 @@ spinmutex=target/release/spinmutex
 work=$(mktemp -d "${TMPDIR:-/tmp}/spinmutex-ab-real.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# Deterministic, semi-compressible text (the same kind as tests/real_programs.rs uses).
+# Deterministic, semi-compressible text (the same kind as tests/real_programs/ uses).
 gen_input() {
     python3 - "$1" "$2" <<'PY'
 import sys

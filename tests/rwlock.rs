@@ -5,7 +5,7 @@
 //! baseline), which proves that each expectation is glibc's own. The library's own
 //! strategies also run them with spinning off and with long spins. Then: the symbols
 //! (bindings, imports), and the benchmark workload. (The real program that takes a
-//! process-shared rwlock around every I/O, fio, is in tests/real_programs.rs.)
+//! process-shared rwlock around every I/O, fio, is in tests/real_programs/fio.rs.)
 
 mod common;
 

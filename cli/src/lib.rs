@@ -5,35 +5,28 @@
 //! only ever puts into a child's `LD_PRELOAD`. The crate is a library too so that the
 //! integration tests can read the JSON reports into the types that wrote them.
 
+// The subcommands: each uses the shared layers below and none of them is used by a layer.
 pub mod ab;
 pub mod bench;
-pub mod bench_rwlock;
-mod child;
-mod handshake;
-mod library;
-pub mod lockstats;
-mod machine;
 pub mod man;
-mod metric;
-mod progress;
 pub mod report;
 mod run;
-pub mod sample;
-pub mod scenario;
-mod settings;
-mod stats;
-mod svg;
+
+// The shared layers: child processes, the library and the load handshake; samples and
+// statistics; text, tables and charts; call-site names. A test (tests/layout.rs) keeps
+// them free of any subcommand.
+mod output;
+mod process;
+pub mod stats;
 mod symbolize;
-mod text;
-mod workload;
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-pub use machine::Machine;
-pub use metric::Direction;
-pub use settings::Effective;
+pub use process::machine::Machine;
+pub use process::settings::Effective;
+pub use stats::metric::Direction;
 
 /// The command line.
 #[derive(Parser, Debug)]
@@ -112,9 +105,9 @@ pub fn main() -> ExitCode {
             ("completions", Ok(0))
         }
         Cmd::Man { subcommand, out } => ("man", man::main(subcommand.as_deref(), out.as_deref())),
-        Cmd::Workload { args } => ("__workload", Ok(workload::main(&args))),
-        Cmd::RwlockWorkload { args } => ("__rwlock_workload", Ok(workload::rwlock_main(&args))),
-        Cmd::Hog { parent } => ("__hog", Ok(workload::hog(parent))),
+        Cmd::Workload { args } => ("__workload", Ok(bench::workload::main(&args))),
+        Cmd::RwlockWorkload { args } => ("__rwlock_workload", Ok(bench::workload::rwlock_main(&args))),
+        Cmd::Hog { parent } => ("__hog", Ok(bench::workload::hog(parent))),
     };
     match result {
         Ok(code) => ExitCode::from(code),

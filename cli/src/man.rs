@@ -222,7 +222,7 @@ milliseconds: mostly the library's start-up, which glibc pays as well.
 On a terminal the progress lines are a bar with an estimate of the time left.
 
 # SEE ALSO
-spinmutex(1), spinmutex-bench(1). --json FILE writes AbReport (cli/src/ab.rs documents
+spinmutex(1), spinmutex-bench(1). --json FILE writes AbReport (cli/src/ab/mod.rs documents
 the fields).
 ";
 
@@ -238,5 +238,5 @@ some threads never run, lock or not).
 
 # SEE ALSO
 spinmutex(1), spinmutex-ab(1). docs/BENCHMARKS.md holds the project's results and the
-commands that made them. --json FILE writes BenchReport (cli/src/bench.rs).
+commands that made them. --json FILE writes BenchReport (cli/src/bench/mutex/mod.rs).
 ";

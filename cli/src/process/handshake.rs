@@ -10,7 +10,7 @@ use std::process::Command;
 
 use spinmutex_names::{self as names, Handshake, LoadReport};
 
-use crate::settings::Effective;
+use crate::process::settings::Effective;
 
 /// The most the reader takes from one run: the pipe holds 64 KiB, and the library's
 /// writes are non-blocking, so a run that starts more processes than that loses lines

@@ -10,15 +10,17 @@
 //! that gains keys still reads. Reader-writer locks carry `"lock": "rwlock"` and `read`
 //! and `write` counters beside `counters` (their sum); they are shown when present.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::symbolize::{self, Resolved, Resolver};
-use crate::text::Table;
+use crate::symbolize::{Resolved, Resolver};
+
+mod text;
+
+pub use text::{render_names_note, render_text, unnamed_modules};
 
 /// The order of a report's classes (and of the instances under each).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -299,14 +301,6 @@ impl Class {
     }
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Others {
@@ -442,220 +436,6 @@ impl ProcessReport {
     }
 }
 
-// ---------------------------------------------------------------- text
-
-fn ms(ns: u64) -> String {
-    format!("{}.{:03}", ns / 1_000_000, ns / 1000 % 1000)
-}
-
-fn avg(total: u64, n: u64) -> u64 {
-    total.checked_div(n).unwrap_or(0)
-}
-
-/// One table row: its mark, the class counts (or none), the counters, type and text.
-fn row(mark: &str, made: Option<(u64, u64)>, c: &Counters, kind: &str, what: &str) -> Vec<String> {
-    let (mutexes, live) =
-        made.map_or(("-".to_string(), "-".to_string()), |(m, l)| (m.to_string(), l.to_string()));
-    vec![
-        mark.to_string(),
-        mutexes,
-        live,
-        c.locked.to_string(),
-        c.owner_changes.to_string(),
-        c.contended.to_string(),
-        c.spins.to_string(),
-        c.sleeps.to_string(),
-        c.handoffs.to_string(),
-        ms(c.wait_ns_total),
-        ms(avg(c.wait_ns_total, c.contended)),
-        ms(c.wait_ns_max),
-        ms(c.hold_ns_total),
-        ms(avg(c.hold_ns_total, c.locked)),
-        ms(c.hold_ns_max),
-        kind.to_string(),
-        what.to_string(),
-    ]
-}
-
-fn kind_of(lock: Option<&str>, kind: &str) -> String {
-    match lock {
-        // The library's own name for an rwlock's kind already starts with the word.
-        Some("rwlock") if !kind.starts_with("rwlock") => format!("rwlock {kind}"),
-        _ => kind.to_string(),
-    }
-}
-
-/// A process's report as text.
-pub fn render_text(r: &ProcessReport) -> String {
-    let mut out = String::new();
-    let who = match &r.exe {
-        Some(exe) => format!("pid {} ({exe})", r.pid),
-        None => format!("pid {}", r.pid),
-    };
-    let t = &r.totals;
-    let _ = writeln!(
-        out,
-        "== Lock statistics of {who}, strategy {}: {} class{}, {} lock{} made ({} live); {} acquisitions, {} contended ==",
-        r.strategy,
-        r.classes_used,
-        if r.classes_used == 1 { "" } else { "es" },
-        t.mutexes,
-        plural(t.mutexes as usize),
-        t.live,
-        t.counters.locked,
-        t.counters.contended
-    );
-    if let Some(f) = &r.file {
-        let _ = writeln!(out, "(from {f})");
-    }
-    out.push('\n');
-    let mut table = Table::new(1);
-    table.left_last = 2;
-    let columns = spinmutex_names::STATS_COLUMNS.iter();
-    table
-        .header
-        .push(["#"].iter().chain(columns).chain(&["type", "made by"]).map(|s| s.to_string()).collect());
-    for c in &r.classes {
-        let made = c.made_at.clone().unwrap_or_else(|| c.made_at());
-        table.rows.push(row(
-            &c.rank.to_string(),
-            Some((c.mutexes, c.live)),
-            &c.counters,
-            &kind_of(c.lock.as_deref(), &c.kind),
-            &made,
-        ));
-        for (side, counters) in [("read", &c.read), ("write", &c.write)] {
-            if let Some(counters) = counters {
-                table.rows.push(row("", None, counters, &format!("  {side}"), &format!("{side} side")));
-            }
-        }
-        for i in &c.instances {
-            let what =
-                format!("{} {}", i.lock.as_deref().unwrap_or("mutex"), i.mutex.as_deref().unwrap_or("?"));
-            table.rows.push(row("", None, &i.counters, &kind_of(i.lock.as_deref(), &i.kind), &what));
-        }
-    }
-    if r.others.classes > 0 || !r.others.counters.is_zero() {
-        let what =
-            format!("{} other class{}", r.others.classes, if r.others.classes == 1 { "" } else { "es" });
-        table.rows.push(row("+", None, &r.others.counters, "", &what));
-    }
-    if !r.unknown_class.counters.is_zero() {
-        table.rows.push(row(
-            "?",
-            None,
-            &r.unknown_class.counters,
-            "",
-            "class table full: locks of unknown class",
-        ));
-    }
-    if r.overflow.instances > 0 || !r.overflow.counters.is_zero() {
-        let what = format!("side table full: {} times a lock found no slot", r.overflow.instances);
-        table.rows.push(row("!", None, &r.overflow.counters, "", &what));
-    }
-    table.rows.push(row("=", Some((t.mutexes, t.live)), &t.counters, "", "totals"));
-    out.push_str(&table.render());
-    let bad = r.mismatches();
-    if !bad.is_empty() {
-        let _ = writeln!(
-            out,
-            "warning: the rows do not add up to the totals in {} (a damaged report?)",
-            bad.join(", ")
-        );
-    }
-    if r.overflow.instances + r.overflow.classes > 0 {
-        let _ = writeln!(
-            out,
-            "the side table was full ({} slots): raise SPINMUTEX_STATS_SLOTS{}",
-            r.slots,
-            if r.overflow.holds_unmeasured > 0 {
-                format!("; hold times of {} releases could not be measured", r.overflow.holds_unmeasured)
-            } else {
-                String::new()
-            }
-        );
-    }
-    if !r.classes.is_empty() {
-        let _ = writeln!(out, "\nCall stacks of the classes (innermost first):");
-        for c in &r.classes {
-            let how = match (c.origin.as_str(), c.is_rwlock()) {
-                ("init", false) => "made by pthread_mutex_init",
-                ("init", true) => "made by pthread_rwlock_init",
-                ("first lock", _) => "statically initialised, first locked",
-                _ => "of unknown origin",
-            };
-            let _ = writeln!(
-                out,
-                "  #{} {}, {} {}{}, {} live, {how}:",
-                c.rank,
-                kind_of(c.lock.as_deref(), &c.kind),
-                c.mutexes,
-                if c.is_rwlock() { "rwlock" } else { "mutex" },
-                if c.mutexes == 1 {
-                    ""
-                } else if c.is_rwlock() {
-                    "s"
-                } else {
-                    "es"
-                },
-                c.live
-            );
-            if c.frames.is_empty() {
-                let _ = writeln!(out, "      (no frames recorded)");
-            }
-            for (i, f) in c.frames.iter().enumerate() {
-                let place = f.place();
-                match f.describe(false) {
-                    Some(d) => {
-                        let _ = writeln!(out, "    {i}  {d}  [{place}]");
-                    }
-                    None => {
-                        let _ = writeln!(out, "    {i}  {place}");
-                    }
-                }
-                for outer in &f.resolved.inlined_into {
-                    let name = outer.function.as_deref().unwrap_or("?");
-                    let at = match (&outer.file, outer.line) {
-                        (Some(file), Some(line)) => format!(" ({file}:{line})"),
-                        _ => String::new(),
-                    };
-                    let _ = writeln!(out, "         inlined into {name}{at}");
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Modules whose frames could not all be named, and why: one line each, then how to
-/// get names.
-pub fn unnamed_modules(reports: &[ProcessReport]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for f in reports.iter().flat_map(|r| &r.classes).flat_map(|c| &c.frames) {
-        if let (Some(m), Some(p)) = (&f.module, &f.resolved.problem) {
-            if !m.is_empty() && f.resolved.named_by.as_deref() != Some("dwarf") {
-                out.entry(m.clone()).or_insert_with(|| p.clone());
-            }
-        }
-    }
-    out
-}
-
-/// The lines that say which modules gave no names and how to get them.
-pub fn render_names_note(reports: &[ProcessReport]) -> String {
-    let missing = unnamed_modules(reports);
-    let mut out = String::new();
-    if missing.is_empty() {
-        return out;
-    }
-    let _ = writeln!(out, "\nFrames not named by debug info or a symbol table:");
-    for problem in missing.values() {
-        let _ = writeln!(out, "  {problem}");
-    }
-    let _ = writeln!(out, "To get names: {}.", symbolize::how_to_get_names());
-    out
-}
-
 /// Reads one report per line from `path` (lines that are not reports are skipped).
 pub fn read_file(path: &Path) -> std::io::Result<Vec<ProcessReport>> {
     let text = std::fs::read(path)?;
@@ -675,96 +455,4 @@ pub fn read_file(path: &Path) -> std::io::Result<Vec<ProcessReport>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn counters(locked: u64, contended: u64, wait: u64) -> Value {
-        serde_json::json!({"locked": locked, "owner_changes": locked / 2, "contended": contended,
-            "spins": 3 * contended, "sleeps": contended, "handoffs": 0, "timeouts": 0, "wait_ns_total": wait,
-            "wait_ns_max": wait, "hold_ns_total": 1000 * locked, "hold_ns_max": if locked > 0 { 5000 } else { 0 }})
-    }
-
-    fn sample() -> Value {
-        serde_json::json!({
-            "pid": 42, "strategy": "spin", "slots": 4096, "classes_used": 3, "new_key": [1, 2],
-            "classes": [
-                {"rank": 1, "origin": "init", "type": "normal", "mutexes": 2, "live": 1,
-                 "counters": counters(100, 10, 5_000_000),
-                 "frames": [{"address": "0x55e0", "module": "/nonexistent/d\"ir\\ é\tq/prog", "offset": "0x1234",
-                             "build_id": "abcdef"},
-                            {"address": "0x55f0", "module": "/nonexistent/prog", "offset": "0x2000",
-                             "symbol": "main", "symbol_offset": "0x40"}],
-                 "instances": [{"mutex": "0x7f00", "type": "normal", "counters": counters(60, 6, 3_000_000)}]},
-                {"rank": 2, "origin": "first lock", "type": "recursive", "lock": "rwlock", "mutexes": 1, "live": 1,
-                 "counters": counters(10, 2, 1_000_000),
-                 "read": counters(6, 1, 500_000), "write": counters(4, 1, 500_000),
-                 "frames": [], "instances": []}
-            ],
-            "others": {"classes": 1, "counters": counters(5, 0, 0)},
-            "unknown_class": {"counters": counters(0, 0, 0)},
-            "overflow": {"instances": 0, "classes": 0, "holds_unmeasured": 0, "counters": counters(0, 0, 0)},
-            "totals": {"mutexes": 4, "live": 2, "counters": {"locked": 115, "owner_changes": 57, "contended": 12,
-                "spins": 36, "sleeps": 12, "handoffs": 0, "timeouts": 0, "wait_ns_total": 6_000_000,
-                "wait_ns_max": 5_000_000, "hold_ns_total": 115_000, "hold_ns_max": 5000}}
-        })
-    }
-
-    fn report() -> ProcessReport {
-        let Value::Object(map) = sample() else { unreachable!() };
-        assert!(is_report(&map));
-        ProcessReport::from_map(map).unwrap()
-    }
-
-    #[test]
-    fn reads_adds_up_and_keeps_unknown_keys() {
-        let mut r = report();
-        assert_eq!(r.pid, 42);
-        assert_eq!(r.classes[1].lock.as_deref(), Some("rwlock"));
-        assert_eq!(r.classes[1].read.as_ref().unwrap().locked, 6);
-        assert!(r.mismatches().is_empty(), "{:?}", r.mismatches());
-        assert_eq!(r.extra.get("new_key"), Some(&serde_json::json!([1, 2])));
-        r.keep_top(1);
-        assert_eq!((r.classes.len(), r.others.classes), (1, 2));
-        assert!(r.mismatches().is_empty());
-        r.totals.counters.locked += 1;
-        assert_eq!(r.mismatches(), vec!["locked"]);
-    }
-
-    #[test]
-    fn text_has_the_rows_and_unnamed_frames_as_module_offset() {
-        let mut r = report();
-        r.resolve(&mut Resolver::new(vec![]));
-        let text = render_text(&r);
-        assert!(text.contains("pid 42"), "{text}");
-        let lines: Vec<&str> = text.lines().collect();
-        let first = lines.iter().find(|l| l.starts_with("1 ")).expect("a first row");
-        assert!(first.contains("made at prog+0x1234, called from main+0x40 [dladdr]"), "{text}");
-        assert!(lines.iter().any(|l| l.starts_with("2 ") && l.contains("rwlock recursive")), "{text}");
-        assert!(lines.iter().any(|l| l.contains("read side")) && text.contains("write side"), "{text}");
-        assert!(lines.iter().any(|l| l.contains("mutex 0x7f00")), "{text}");
-        assert!(lines.iter().any(|l| l.starts_with("+ ") && l.contains("1 other class")), "{text}");
-        let totals = lines.iter().find(|l| l.starts_with("= ")).expect("totals");
-        assert!(totals.contains(" 115 ") && totals.ends_with("totals"), "{totals}");
-        assert!(!text.contains("warning"), "{text}");
-        let note = render_names_note(std::slice::from_ref(&r));
-        assert!(note.contains("cannot be read") && note.contains("To get names"), "{note}");
-    }
-
-    #[test]
-    fn json_round_trips_odd_strings_and_added_names() {
-        let mut r = report();
-        r.resolve(&mut Resolver::new(vec![]));
-        let text = serde_json::to_string(&r).unwrap();
-        let back: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(back["classes"][0]["frames"][0]["module"], "/nonexistent/d\"ir\\ é\tq/prog");
-        assert_eq!(back["classes"][0]["frames"][1]["function"], "main");
-        assert_eq!(back["classes"][0]["frames"][1]["named_by"], "dladdr");
-        assert_eq!(back["new_key"], serde_json::json!([1, 2]));
-        assert!(back["classes"][0]["made_at"].as_str().unwrap().starts_with("made at prog+0x1234"));
-        // Read back, it is the same report.
-        let Value::Object(map) = back else { unreachable!() };
-        let again = ProcessReport::from_map(map).unwrap();
-        assert_eq!(again.classes[0].frames[1].resolved.function.as_deref(), Some("main"));
-        assert_eq!(again.extra.get("new_key"), r.extra.get("new_key"));
-    }
-}
+mod tests;

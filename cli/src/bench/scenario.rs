@@ -20,7 +20,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::Hogs;
+use crate::bench::workload::Hogs;
 
 /// Pauses inside (and outside) the lock in both scenarios.
 pub const LOAD: u64 = 10;

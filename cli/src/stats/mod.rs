@@ -1,5 +1,12 @@
-//! Summary statistics, Welch's t-test, Fieller's interval for a ratio of means, and how
-//! many runs a comparison would need. Distributions come from `statrs`.
+//! The statistics layer: summary statistics, Welch's t-test, Fieller's interval for a
+//! ratio of means, and how many runs a comparison would need (here; distributions come
+//! from `statrs`); a workload run's figures and how arms compare ([`sample`]); the
+//! `--metric` taken from a command's output ([`metric`]); and the library's lock
+//! statistics reports, read and shown ([`lockstats`]).
+
+pub mod lockstats;
+pub mod metric;
+pub mod sample;
 
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use statrs::statistics::Statistics;

@@ -7,12 +7,13 @@ use std::process::Command;
 use clap::Args;
 use spinmutex_names::{self as names, Stats, Strategy};
 
-use crate::library::{self, parse_arm, Arm};
-use crate::lockstats::Sort;
+use crate::process::library::{self, parse_arm, Arm};
+use crate::process::settings::{self, Expected, LibSettings};
+use crate::process::{child, handshake};
 use crate::report;
-use crate::settings::{self, Expected, LibSettings};
+use crate::stats::lockstats::Sort;
 use crate::symbolize::Resolver;
-use crate::{child, handshake, Failure};
+use crate::Failure;
 
 /// Run a command with libspinmutex.so preloaded
 #[derive(Args, Debug)]

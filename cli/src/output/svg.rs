@@ -1,7 +1,7 @@
 //! SVG charts: the primitives every chart uses (document, axis ticks and labels, the
 //! plot frame, colours) and the small-multiple line chart of `bench`, whose points can
 //! carry error bars (the 95% interval of the mean over the runs). The histograms and
-//! bars of `report` are drawn with the same primitives (see report.rs).
+//! bars of `report` are drawn with the same primitives (see report/svg.rs).
 
 use std::fmt::Write as _;
 

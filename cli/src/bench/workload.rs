@@ -84,7 +84,8 @@ impl Hogs {
             let pid = c.id() as libc::pid_t;
             hogs.0.push(c);
             if let Some(cpu) = cpu {
-                crate::scenario::pin(pid, cpu).map_err(|e| format!("cannot pin a hog to CPU {cpu}: {e}"))?;
+                crate::bench::scenario::pin(pid, cpu)
+                    .map_err(|e| format!("cannot pin a hog to CPU {cpu}: {e}"))?;
             }
         }
         Ok(hogs)

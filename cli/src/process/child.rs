@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::handshake::Pipe;
-use crate::metric::Metric;
-use crate::settings::Effective;
+use crate::process::handshake::Pipe;
+use crate::process::settings::Effective;
+use crate::stats::metric::Metric;
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq)]

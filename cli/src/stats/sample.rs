@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::output::text::finite;
 use crate::stats::{self, Comparison};
-use crate::text::finite;
 
 /// The numeric values of one run's output line.
 #[derive(Debug, Clone, Default)]

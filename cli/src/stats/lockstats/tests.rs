@@ -1,0 +1,93 @@
+//! Unit tests of the statistics reports: reading, naming, ranking and the text.
+
+use super::*;
+
+fn counters(locked: u64, contended: u64, wait: u64) -> Value {
+    serde_json::json!({"locked": locked, "owner_changes": locked / 2, "contended": contended,
+        "spins": 3 * contended, "sleeps": contended, "handoffs": 0, "timeouts": 0, "wait_ns_total": wait,
+        "wait_ns_max": wait, "hold_ns_total": 1000 * locked, "hold_ns_max": if locked > 0 { 5000 } else { 0 }})
+}
+
+fn sample() -> Value {
+    serde_json::json!({
+        "pid": 42, "strategy": "spin", "slots": 4096, "classes_used": 3, "new_key": [1, 2],
+        "classes": [
+            {"rank": 1, "origin": "init", "type": "normal", "mutexes": 2, "live": 1,
+             "counters": counters(100, 10, 5_000_000),
+             "frames": [{"address": "0x55e0", "module": "/nonexistent/d\"ir\\ é\tq/prog", "offset": "0x1234",
+                         "build_id": "abcdef"},
+                        {"address": "0x55f0", "module": "/nonexistent/prog", "offset": "0x2000",
+                         "symbol": "main", "symbol_offset": "0x40"}],
+             "instances": [{"mutex": "0x7f00", "type": "normal", "counters": counters(60, 6, 3_000_000)}]},
+            {"rank": 2, "origin": "first lock", "type": "recursive", "lock": "rwlock", "mutexes": 1, "live": 1,
+             "counters": counters(10, 2, 1_000_000),
+             "read": counters(6, 1, 500_000), "write": counters(4, 1, 500_000),
+             "frames": [], "instances": []}
+        ],
+        "others": {"classes": 1, "counters": counters(5, 0, 0)},
+        "unknown_class": {"counters": counters(0, 0, 0)},
+        "overflow": {"instances": 0, "classes": 0, "holds_unmeasured": 0, "counters": counters(0, 0, 0)},
+        "totals": {"mutexes": 4, "live": 2, "counters": {"locked": 115, "owner_changes": 57, "contended": 12,
+            "spins": 36, "sleeps": 12, "handoffs": 0, "timeouts": 0, "wait_ns_total": 6_000_000,
+            "wait_ns_max": 5_000_000, "hold_ns_total": 115_000, "hold_ns_max": 5000}}
+    })
+}
+
+fn report() -> ProcessReport {
+    let Value::Object(map) = sample() else { unreachable!() };
+    assert!(is_report(&map));
+    ProcessReport::from_map(map).unwrap()
+}
+
+#[test]
+fn reads_adds_up_and_keeps_unknown_keys() {
+    let mut r = report();
+    assert_eq!(r.pid, 42);
+    assert_eq!(r.classes[1].lock.as_deref(), Some("rwlock"));
+    assert_eq!(r.classes[1].read.as_ref().unwrap().locked, 6);
+    assert!(r.mismatches().is_empty(), "{:?}", r.mismatches());
+    assert_eq!(r.extra.get("new_key"), Some(&serde_json::json!([1, 2])));
+    r.keep_top(1);
+    assert_eq!((r.classes.len(), r.others.classes), (1, 2));
+    assert!(r.mismatches().is_empty());
+    r.totals.counters.locked += 1;
+    assert_eq!(r.mismatches(), vec!["locked"]);
+}
+
+#[test]
+fn text_has_the_rows_and_unnamed_frames_as_module_offset() {
+    let mut r = report();
+    r.resolve(&mut Resolver::new(vec![]));
+    let text = render_text(&r);
+    assert!(text.contains("pid 42"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let first = lines.iter().find(|l| l.starts_with("1 ")).expect("a first row");
+    assert!(first.contains("made at prog+0x1234, called from main+0x40 [dladdr]"), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with("2 ") && l.contains("rwlock recursive")), "{text}");
+    assert!(lines.iter().any(|l| l.contains("read side")) && text.contains("write side"), "{text}");
+    assert!(lines.iter().any(|l| l.contains("mutex 0x7f00")), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with("+ ") && l.contains("1 other class")), "{text}");
+    let totals = lines.iter().find(|l| l.starts_with("= ")).expect("totals");
+    assert!(totals.contains(" 115 ") && totals.ends_with("totals"), "{totals}");
+    assert!(!text.contains("warning"), "{text}");
+    let note = render_names_note(std::slice::from_ref(&r));
+    assert!(note.contains("cannot be read") && note.contains("To get names"), "{note}");
+}
+
+#[test]
+fn json_round_trips_odd_strings_and_added_names() {
+    let mut r = report();
+    r.resolve(&mut Resolver::new(vec![]));
+    let text = serde_json::to_string(&r).unwrap();
+    let back: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(back["classes"][0]["frames"][0]["module"], "/nonexistent/d\"ir\\ é\tq/prog");
+    assert_eq!(back["classes"][0]["frames"][1]["function"], "main");
+    assert_eq!(back["classes"][0]["frames"][1]["named_by"], "dladdr");
+    assert_eq!(back["new_key"], serde_json::json!([1, 2]));
+    assert!(back["classes"][0]["made_at"].as_str().unwrap().starts_with("made at prog+0x1234"));
+    // Read back, it is the same report.
+    let Value::Object(map) = back else { unreachable!() };
+    let again = ProcessReport::from_map(map).unwrap();
+    assert_eq!(again.classes[0].frames[1].resolved.function.as_deref(), Some("main"));
+    assert_eq!(again.extra.get("new_key"), r.extra.get("new_key"));
+}

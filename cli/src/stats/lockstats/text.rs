@@ -1,0 +1,230 @@
+//! A statistics report as text: mutrace's columns, classes first (each with its
+//! instances), then every class's call stack; and the note on modules left unnamed.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::output::text::Table;
+use crate::symbolize::{self};
+
+use super::*;
+
+pub(super) fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+pub(super) fn ms(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1_000_000, ns / 1000 % 1000)
+}
+
+pub(super) fn avg(total: u64, n: u64) -> u64 {
+    total.checked_div(n).unwrap_or(0)
+}
+
+/// One table row: its mark, the class counts (or none), the counters, type and text.
+pub(super) fn row(mark: &str, made: Option<(u64, u64)>, c: &Counters, kind: &str, what: &str) -> Vec<String> {
+    let (mutexes, live) =
+        made.map_or(("-".to_string(), "-".to_string()), |(m, l)| (m.to_string(), l.to_string()));
+    vec![
+        mark.to_string(),
+        mutexes,
+        live,
+        c.locked.to_string(),
+        c.owner_changes.to_string(),
+        c.contended.to_string(),
+        c.spins.to_string(),
+        c.sleeps.to_string(),
+        c.handoffs.to_string(),
+        ms(c.wait_ns_total),
+        ms(avg(c.wait_ns_total, c.contended)),
+        ms(c.wait_ns_max),
+        ms(c.hold_ns_total),
+        ms(avg(c.hold_ns_total, c.locked)),
+        ms(c.hold_ns_max),
+        kind.to_string(),
+        what.to_string(),
+    ]
+}
+
+pub(super) fn kind_of(lock: Option<&str>, kind: &str) -> String {
+    match lock {
+        // The library's own name for an rwlock's kind already starts with the word.
+        Some("rwlock") if !kind.starts_with("rwlock") => format!("rwlock {kind}"),
+        _ => kind.to_string(),
+    }
+}
+
+/// A process's report as text.
+pub fn render_text(r: &ProcessReport) -> String {
+    let mut out = String::new();
+    let who = match &r.exe {
+        Some(exe) => format!("pid {} ({exe})", r.pid),
+        None => format!("pid {}", r.pid),
+    };
+    let t = &r.totals;
+    let _ = writeln!(
+        out,
+        "== Lock statistics of {who}, strategy {}: {} class{}, {} lock{} made ({} live); {} acquisitions, {} contended ==",
+        r.strategy,
+        r.classes_used,
+        if r.classes_used == 1 { "" } else { "es" },
+        t.mutexes,
+        plural(t.mutexes as usize),
+        t.live,
+        t.counters.locked,
+        t.counters.contended
+    );
+    if let Some(f) = &r.file {
+        let _ = writeln!(out, "(from {f})");
+    }
+    out.push('\n');
+    let mut table = Table::new(1);
+    table.left_last = 2;
+    let columns = spinmutex_names::STATS_COLUMNS.iter();
+    table
+        .header
+        .push(["#"].iter().chain(columns).chain(&["type", "made by"]).map(|s| s.to_string()).collect());
+    for c in &r.classes {
+        let made = c.made_at.clone().unwrap_or_else(|| c.made_at());
+        table.rows.push(row(
+            &c.rank.to_string(),
+            Some((c.mutexes, c.live)),
+            &c.counters,
+            &kind_of(c.lock.as_deref(), &c.kind),
+            &made,
+        ));
+        for (side, counters) in [("read", &c.read), ("write", &c.write)] {
+            if let Some(counters) = counters {
+                table.rows.push(row("", None, counters, &format!("  {side}"), &format!("{side} side")));
+            }
+        }
+        for i in &c.instances {
+            let what =
+                format!("{} {}", i.lock.as_deref().unwrap_or("mutex"), i.mutex.as_deref().unwrap_or("?"));
+            table.rows.push(row("", None, &i.counters, &kind_of(i.lock.as_deref(), &i.kind), &what));
+        }
+    }
+    if r.others.classes > 0 || !r.others.counters.is_zero() {
+        let what =
+            format!("{} other class{}", r.others.classes, if r.others.classes == 1 { "" } else { "es" });
+        table.rows.push(row("+", None, &r.others.counters, "", &what));
+    }
+    if !r.unknown_class.counters.is_zero() {
+        table.rows.push(row(
+            "?",
+            None,
+            &r.unknown_class.counters,
+            "",
+            "class table full: locks of unknown class",
+        ));
+    }
+    if r.overflow.instances > 0 || !r.overflow.counters.is_zero() {
+        let what = format!("side table full: {} times a lock found no slot", r.overflow.instances);
+        table.rows.push(row("!", None, &r.overflow.counters, "", &what));
+    }
+    table.rows.push(row("=", Some((t.mutexes, t.live)), &t.counters, "", "totals"));
+    out.push_str(&table.render());
+    let bad = r.mismatches();
+    if !bad.is_empty() {
+        let _ = writeln!(
+            out,
+            "warning: the rows do not add up to the totals in {} (a damaged report?)",
+            bad.join(", ")
+        );
+    }
+    if r.overflow.instances + r.overflow.classes > 0 {
+        let _ = writeln!(
+            out,
+            "the side table was full ({} slots): raise SPINMUTEX_STATS_SLOTS{}",
+            r.slots,
+            if r.overflow.holds_unmeasured > 0 {
+                format!("; hold times of {} releases could not be measured", r.overflow.holds_unmeasured)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if !r.classes.is_empty() {
+        let _ = writeln!(out, "\nCall stacks of the classes (innermost first):");
+        for c in &r.classes {
+            let how = match (c.origin.as_str(), c.is_rwlock()) {
+                ("init", false) => "made by pthread_mutex_init",
+                ("init", true) => "made by pthread_rwlock_init",
+                ("first lock", _) => "statically initialised, first locked",
+                _ => "of unknown origin",
+            };
+            let _ = writeln!(
+                out,
+                "  #{} {}, {} {}{}, {} live, {how}:",
+                c.rank,
+                kind_of(c.lock.as_deref(), &c.kind),
+                c.mutexes,
+                if c.is_rwlock() { "rwlock" } else { "mutex" },
+                if c.mutexes == 1 {
+                    ""
+                } else if c.is_rwlock() {
+                    "s"
+                } else {
+                    "es"
+                },
+                c.live
+            );
+            if c.frames.is_empty() {
+                let _ = writeln!(out, "      (no frames recorded)");
+            }
+            for (i, f) in c.frames.iter().enumerate() {
+                let place = f.place();
+                match f.describe(false) {
+                    Some(d) => {
+                        let _ = writeln!(out, "    {i}  {d}  [{place}]");
+                    }
+                    None => {
+                        let _ = writeln!(out, "    {i}  {place}");
+                    }
+                }
+                for outer in &f.resolved.inlined_into {
+                    let name = outer.function.as_deref().unwrap_or("?");
+                    let at = match (&outer.file, outer.line) {
+                        (Some(file), Some(line)) => format!(" ({file}:{line})"),
+                        _ => String::new(),
+                    };
+                    let _ = writeln!(out, "         inlined into {name}{at}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Modules whose frames could not all be named, and why: one line each, then how to
+/// get names.
+pub fn unnamed_modules(reports: &[ProcessReport]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for f in reports.iter().flat_map(|r| &r.classes).flat_map(|c| &c.frames) {
+        if let (Some(m), Some(p)) = (&f.module, &f.resolved.problem) {
+            if !m.is_empty() && f.resolved.named_by.as_deref() != Some("dwarf") {
+                out.entry(m.clone()).or_insert_with(|| p.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The lines that say which modules gave no names and how to get them.
+pub fn render_names_note(reports: &[ProcessReport]) -> String {
+    let missing = unnamed_modules(reports);
+    let mut out = String::new();
+    if missing.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\nFrames not named by debug info or a symbol table:");
+    for problem in missing.values() {
+        let _ = writeln!(out, "  {problem}");
+    }
+    let _ = writeln!(out, "To get names: {}.", symbolize::how_to_get_names());
+    out
+}
