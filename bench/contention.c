@@ -296,8 +296,10 @@ int spinmutex_contention_main(int argc, char **argv)
     load = (unsigned)load_arg;
     if (adaptive && no_lock)
         return usage("--adaptive and --no-lock exclude each other");
-    if (slow_threads > 0 && (no_lock || slow_threads >= threads))
-        return usage("--mixed needs the lock and fewer slow threads than threads");
+    if (slow_threads >= threads)
+        return usage("--mixed needs fewer slow threads than threads");
+    if (no_lock)
+        slow_threads = 0; /* the control: every thread runs the lock-free loop */
     the_lock = shared_layout ? &together.lock : &lock_alone.lock;
     shared_counter = shared_layout ? &together.counter : &counter_alone.counter;
 

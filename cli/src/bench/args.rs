@@ -66,7 +66,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub without_control: bool,
 
-    /// Named scenarios to run after the grid: idle-owner, cpu-quota, or none
+    /// Named scenarios to run after the grid: idle-owner, cpu-quota, mixed, or none
     /// [default: idle-owner,cpu-quota; none with --quick]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_scenario)]
     pub scenarios: Vec<Option<Scenario>>,
@@ -121,9 +121,9 @@ pub struct BenchArgs {
 fn parse_scenario(text: &str) -> Result<Option<Scenario>, String> {
     match text {
         "none" => Ok(None),
-        _ => {
-            Scenario::from_name(text).map(Some).ok_or_else(|| "accepted: idle-owner, cpu-quota, none".into())
-        }
+        _ => Scenario::from_name(text)
+            .map(Some)
+            .ok_or_else(|| "accepted: idle-owner, cpu-quota, mixed, none".into()),
     }
 }
 

@@ -11,6 +11,11 @@
 //!   limit; where no cgroup can be made (not root, read-only cgroupfs), pinned to one
 //!   CPU instead, which is said in the report. A spinning thread burns quota its owner
 //!   needs to release the lock.
+//! * `mixed`: two lock classes of opposite needs in one program: 2 threads hold one
+//!   mutex across a long computation (50 µs), 2 others take another for a few pauses
+//!   at a high rate; 4 threads on however many CPUs, so that a thread spinning for the
+//!   slow lock takes a CPU the others need. One strategy for the whole program cannot
+//!   suit both; the report gives each class's throughput.
 
 use std::ffi::CString;
 use std::fmt;
@@ -22,8 +27,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::workload::Hogs;
 
-/// Pauses inside (and outside) the lock in both scenarios.
+/// Pauses inside (and outside) the lock in every scenario (the fast class's, in `mixed`).
 pub const LOAD: u64 = 10;
+/// Threads of `mixed` that hold the slow lock.
+pub const MIXED_SLOW_THREADS: u64 = 2;
 /// Runs per arm unless `--runs` says otherwise: the idle-owner case is bimodal.
 pub const RUNS: u64 = 7;
 /// Length of a run unless `--duration-ms` says otherwise.
@@ -34,15 +41,17 @@ pub const DURATION_MS: u64 = 2000;
 pub enum Scenario {
     IdleOwner,
     CpuQuota,
+    Mixed,
 }
 
-pub const ALL: &[Scenario] = &[Scenario::IdleOwner, Scenario::CpuQuota];
+pub const ALL: &[Scenario] = &[Scenario::IdleOwner, Scenario::CpuQuota, Scenario::Mixed];
 
 impl Scenario {
     pub fn name(self) -> &'static str {
         match self {
             Scenario::IdleOwner => "idle-owner",
             Scenario::CpuQuota => "cpu-quota",
+            Scenario::Mixed => "mixed",
         }
     }
 
@@ -50,6 +59,7 @@ impl Scenario {
         match self {
             Scenario::IdleOwner => 4,
             Scenario::CpuQuota => 16,
+            Scenario::Mixed => 4,
         }
     }
 
@@ -104,6 +114,19 @@ impl Stage {
                     _group: None,
                 })
             }
+            Scenario::Mixed => Ok(Stage {
+                args: vec!["--mixed".into(), MIXED_SLOW_THREADS.to_string()],
+                note: format!(
+                    "threads 0-{} hold a mutex of their own across 50 µs of pauses; the other {} take \
+                     the grid's mutex (load {LOAD}); {} CPUs",
+                    MIXED_SLOW_THREADS - 1,
+                    Scenario::Mixed.threads() - MIXED_SLOW_THREADS,
+                    cpus.len()
+                ),
+                confine: Confine::Nothing,
+                _hog: None,
+                _group: None,
+            }),
             Scenario::CpuQuota => match QuotaGroup::create() {
                 Ok(group) => {
                     let procs = group.dir.join("cgroup.procs");

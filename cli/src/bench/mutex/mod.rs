@@ -152,6 +152,11 @@ pub struct CellSummary {
     pub pause_ns: Option<f64>,
     /// 1 / (load × pause time); null for load 0.
     pub bound_ops_per_s: Option<f64>,
+    /// `mixed` only: each class's acquisitions per second (median over runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_class_ops_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_class_ops_per_s: Option<f64>,
 }
 
 const REQUIRED_KEYS: &[&str] = &[
@@ -222,6 +227,7 @@ fn config(a: &BenchArgs, nproc: u64) -> Result<(Config, Vec<Arm>), Failure> {
             Arm::GlibcAdaptive,
             Arm::Strategy(Strategy::Futex),
             Arm::Strategy(Strategy::Spin),
+            Arm::Strategy(Strategy::Auto),
             Arm::Strategy(Strategy::Kernel),
         ];
     }
@@ -562,6 +568,8 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
                 wait_max_ns: finite(med(&samples, &|s| s.get("wait_max_ns"))).filter(|_| !is_control),
                 pause_ns: finite(pause),
                 bound_ops_per_s: finite(bound),
+                fast_class_ops_per_s: finite(med(&samples, &|s| s.get("fast_ops") / s.get("elapsed_s"))),
+                slow_class_ops_per_s: finite(med(&samples, &|s| s.get("slow_ops") / s.get("elapsed_s"))),
             });
         }
     }

@@ -125,11 +125,41 @@ pub(super) fn render_tables(
         t.rows.push(row);
     }
     out.push_str(&t.render());
+    out.push_str(&class_table(sums));
     let pauses: Vec<f64> = sums.iter().filter_map(|c| c.pause_ns).collect();
     if !pauses.is_empty() {
         let _ = writeln!(out, "\npause: {:.1} ns (median of the cells' medians)", stats::median(&pauses));
     }
     out
+}
+
+/// `mixed`: each lock class's throughput per arm, beside the whole program's and its CPU
+/// per acquisition (empty when the scenario did not run).
+fn class_table(sums: &[CellSummary]) -> String {
+    let mixed: Vec<&CellSummary> = sums.iter().filter(|s| s.fast_class_ops_per_s.is_some()).collect();
+    if mixed.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(1);
+    t.header.push(
+        ["strategy", "fast class kops/s", "slow class ops/s", "all kops/s", "cpu µs/1k"]
+            .map(String::from)
+            .to_vec(),
+    );
+    for s in mixed {
+        t.rows.push(vec![
+            s.strategy.clone(),
+            kops(s.fast_class_ops_per_s),
+            s.slow_class_ops_per_s.map_or("-".into(), |v| format!("{v:.0}")),
+            kops(s.median_ops_per_s),
+            text::fixed(s.cpu_us_per_1k_acq.unwrap_or(f64::NAN)),
+        ]);
+    }
+    format!(
+        "\nScenario mixed, per lock class (medians over runs): the fast class's 2 threads and the slow \
+         class's 2 threads\n(each holds the slow lock 50 µs at a time: at most 20000 ops/s in all).\n\n{}",
+        t.render()
+    )
 }
 
 /// The throughput table of one group of cells: a row per cell, columns per arm.
@@ -183,6 +213,8 @@ const CSV_COLUMNS: &[&str] = &[
     "vol_ctx",
     "invol_ctx",
     "counter_ok",
+    "slow_ops",
+    "fast_ops",
 ];
 
 pub(super) fn bound_of(load: u64, s: &Sample) -> f64 {
