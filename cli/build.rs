@@ -49,7 +49,7 @@ fn main() {
     if can_link_static() {
         compile_program(ab_tiny, &static_exe, &["-static"]);
     }
-    for name in ["stats_sites", "wait_ranking"] {
+    for name in ["stats_sites", "wait_ranking", "auto_classes"] {
         compile_program(
             &Path::new("../c-tests").join(format!("{name}.c")),
             &tests_out.join(name),

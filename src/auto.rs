@@ -30,15 +30,18 @@
 //! 2. **Does spinning raise throughput?** (an experiment, now and then.) Spins can win
 //!    every time and still buy nothing: when the lock is not the bottleneck, a sleeping
 //!    waiter costs the program no throughput, while a spinning one costs a CPU. Only a
-//!    measurement of the class's throughput tells the two apart, so a class whose spins
-//!    win runs an A/B experiment of its own: [`ROUNDS`] rounds of one phase in each mode
+//!    measurement of the class's throughput tells the two apart (and spins that lose
+//!    races can still keep a lock busy that would otherwise sit idle while its next
+//!    owner wakes), so every class with contention runs an A/B experiment of its own,
+//!    the first as soon as it has had [`HOT`] contended acquisitions: [`ROUNDS`] rounds of one phase in each mode
 //!    (order alternating), each phase at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`]
 //!    acquisitions long, counting the class's acquisitions (all of them, not only the
 //!    contended ones) and the process's CPU time. Phases are short, since the phase in
 //!    the worse mode costs the program throughput. The mode with the higher throughput
 //!    wins, unless the other is within [`SAME_THROUGHPUT`] of it and needs less CPU per
-//!    acquisition; that decision holds until the next experiment (probes do not
-//!    overturn it). An experiment whose first two rounds leave no doubt stops there. The next
+//!    acquisition; that decision holds until the next experiment (the spin economics of
+//!    1. only move a class no experiment has judged yet). An experiment whose first two
+//!    rounds leave no doubt stops there. The next
 //!    one comes [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision
 //!    stands, up to [`MAX_INTERVAL_NS`], so a program in a steady phase pays for almost
 //!    no exploration, and a changed one is noticed within seconds.
@@ -528,11 +531,6 @@ fn experiment_step(class: &'static Class) {
         return;
     }
     if class.contended.load(Relaxed) < HOT || class.index() == 0 {
-        return;
-    }
-    // A class that sleeps because its spins lose has nothing to measure: spinning
-    // cannot raise the throughput of a lock whose spins do not win.
-    if class.mode() == Mode::Sleep && !class.measured.load(Relaxed) {
         return;
     }
     let now = sys::now_ns();

@@ -4,7 +4,8 @@
 //! what it does not record; and statistics reports of a stripped position-independent
 //! program are named after it exited, from its separate debug file (found by
 //! debuglink or by build-id), or told as module+offset without it, or refused for a
-//! file that is another build; JSON output round-trips odd module paths.
+//! file that is another build; JSON output round-trips odd module paths; under `auto`,
+//! each class's learned waiting policy is shown and kept in the JSON.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -458,6 +459,27 @@ fn json_output_round_trips_odd_module_paths() {
     assert!(o.stdout.contains("[pr\"og é+0x"), "{}", o.stdout);
 }
 
+fn auto_policies_are_shown_and_kept() {
+    let dir = scratch();
+    let stats = dir.path().join("stats.json");
+    let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
+    cmd.arg("800").env("SPINMUTEX_STATS", "json").env("SPINMUTEX_STATS_FILE", &stats);
+    run_bounded(cmd, LIMIT).assert_success("auto_classes under auto");
+    let o = report(&[stats.to_str().unwrap()]);
+    o.assert_success("report of auto's statistics");
+    let line = o
+        .stdout
+        .lines()
+        .find(|l| l.contains("waiting policy under auto: "))
+        .unwrap_or_else(|| panic!("no waiting policy in the report:\n{}", o.stdout));
+    assert!(line.contains("contended acquisitions served spinning "), "{line}");
+    assert!(line.contains(" sleep (") || line.contains(" spin ("), "{line}");
+    let json = json_report(&[stats.to_str().unwrap()]).to_string();
+    for key in ["\"policy\":{", "\"mode\":", "\"served_spinning\":", "\"served_sleeping\":"] {
+        assert!(json.contains(key), "report --json dropped {key}: {json}");
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = Suite::new();
     tests!(
@@ -470,6 +492,7 @@ fn main() -> std::process::ExitCode {
         a_debug_level_trace_says_what_it_does_not_record,
         reports_of_several_processes_are_each_labelled_and_add_up,
         json_output_round_trips_odd_module_paths,
+        auto_policies_are_shown_and_kept,
     );
     suite.needs(
         "stripped_pie_call_sites_are_named_after_exit",

@@ -31,6 +31,7 @@ pub(crate) fn bench_reduced_grid_writes_csv_json_svg() {
         "glibc-adaptive",
         "futex",
         "spin",
+        "auto",
         "kernel",
         "lock-free",
         "kops/s",
@@ -46,9 +47,9 @@ pub(crate) fn bench_reduced_grid_writes_csv_json_svg() {
     ] {
         assert!(o.stdout.contains(want), "bench table lacks {want:?}:\n{}", o.stdout);
     }
-    // 2 layouts × 2 threads × 2 loads × (6 arms and the control) × 2 runs.
+    // 2 layouts × 2 threads × 2 loads × (7 arms and the control) × 2 runs.
     let cells = 2 * 2 * 2;
-    let runs = cells * 7 * 2;
+    let runs = cells * 8 * 2;
     assert_eq!(o.stderr.lines().filter(|l| l.starts_with('[')).count(), runs, "{}", o.stderr);
 
     let text = std::fs::read_to_string(&csv).unwrap();
@@ -74,10 +75,13 @@ pub(crate) fn bench_reduced_grid_writes_csv_json_svg() {
     }
 
     let report: BenchReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(report.config.strategies, ["none", "glibc", "glibc-adaptive", "futex", "spin", "kernel"]);
+    assert_eq!(
+        report.config.strategies,
+        ["none", "glibc", "glibc-adaptive", "futex", "spin", "auto", "kernel"]
+    );
     assert_eq!(report.config.reference, "glibc");
     assert_eq!(report.runs.len(), runs);
-    assert_eq!(report.cells.len(), cells * 7, "one summary per cell and arm, the control's too");
+    assert_eq!(report.cells.len(), cells * 8, "one summary per cell and arm, the control's too");
     assert!(report
         .runs
         .iter()

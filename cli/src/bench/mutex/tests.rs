@@ -15,11 +15,11 @@ fn defaults_and_quick() {
     assert_eq!(c.threads, vec![1, 2, 4, 16, 64, 256]);
     assert_eq!(c.loads, vec![0, 1, 10, 50, 100]);
     assert_eq!(c.layouts, [Layout::Alone, Layout::Shared]);
-    assert_eq!(c.scenarios, [Scenario::IdleOwner, Scenario::CpuQuota]);
-    assert_eq!(c.strategies, ["none", "glibc", "glibc-adaptive", "futex", "spin", "kernel"]);
+    assert_eq!(c.scenarios, [Scenario::IdleOwner, Scenario::CpuQuota, Scenario::Mixed]);
+    assert_eq!(c.strategies, ["none", "glibc", "glibc-adaptive", "futex", "spin", "auto", "kernel"]);
     assert_eq!((c.runs, c.duration_ms, c.hogs, c.reference.as_str()), (5, 300, 0, "glibc"));
     assert!(c.control);
-    assert_eq!(c.cells.len(), 2 * 6 * 5 + 2);
+    assert_eq!(c.cells.len(), 2 * 6 * 5 + 3);
     // Stretched on 2 CPUs: 256 threads × 8 ms ÷ 2; 64 threads stay at 300 ms.
     let ms = |t: u64| c.cells.iter().find(|cell| cell.threads == t).unwrap().duration_ms;
     assert_eq!((ms(1), ms(64), ms(256)), (300, 300, 1024));

@@ -173,6 +173,14 @@ pub fn render_text(r: &ProcessReport) -> String {
                 },
                 c.live
             );
+            let policies = std::iter::once((None, &c.extra))
+                .chain(c.instances.iter().map(|i| (i.mutex.as_deref(), &i.extra)));
+            for (mutex, extra) in policies {
+                if let Some(line) = policy_line(extra) {
+                    let whose = mutex.map_or(String::new(), |m| format!(" (mutex {m})"));
+                    let _ = writeln!(out, "      waiting policy under auto{whose}: {line}");
+                }
+            }
             if c.frames.is_empty() {
                 let _ = writeln!(out, "      (no frames recorded)");
             }
@@ -227,4 +235,22 @@ pub fn render_names_note(reports: &[ProcessReport]) -> String {
     }
     let _ = writeln!(out, "To get names: {}.", symbolize::how_to_get_names());
     out
+}
+
+/// The `policy` object `auto` adds to a class or a statically initialised mutex, told in
+/// a line: the mode it learned and the contended acquisitions each mode served.
+fn policy_line(extra: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let p = extra.get("policy")?;
+    let mode = p.get("mode")?.as_str()?;
+    let how = if p.get("measured").and_then(|m| m.as_bool()) == Some(true) {
+        "chosen by measuring the class's throughput both ways"
+    } else {
+        "chosen by whether its spins repay their CPU"
+    };
+    let count = |k: &str| p.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    Some(format!(
+        "{mode} ({how}); contended acquisitions served spinning {}, sleeping {}",
+        count("served_spinning"),
+        count("served_sleeping")
+    ))
 }
