@@ -1,13 +1,16 @@
 //! What both grids (the mutex grid and the rwlock grid) share. A grid plugs its
 //! workload in as a [`Workload`] (the child's subcommand, the keys its output line must
 //! hold, the key that says its shared data stayed consistent); [`run`] runs it once
-//! under an arm, checks that the library loaded as asked and reads the line. The rest is
-//! the throughput table with a column group per arm and its number formats, the closing
+//! under an arm, checks that the library loaded as asked and reads the line, and
+//! [`interleave`] runs a grid's cells, every arm once per round. The rest is the
+//! throughput table with a column group per arm and its number formats, the closing
 //! warnings, the files written and the exit status.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use crate::output::progress::Progress;
 use crate::output::text::{self, Table};
 use crate::process::library::{self, Arm};
 use crate::process::settings::Effective;
@@ -82,6 +85,63 @@ pub(super) fn run(
     }
     rec.loads = done.loads;
     Ok(Some(rec))
+}
+
+/// What a grid keeps of a run: the figures it read, or why it failed.
+pub(super) trait Record {
+    fn sample(&self) -> Option<&Sample>;
+    fn error(&self) -> Option<&str>;
+}
+
+/// The runs of a grid that finished, in the order run, and per arm the settings the
+/// library reported when it loaded (None for `none`).
+pub(super) struct Ran<R> {
+    pub records: Vec<R>,
+    pub effective: BTreeMap<String, Option<Effective>>,
+}
+
+/// Runs a grid's cells in order: in each, `runs_of(cell)` rounds of every arm once, so
+/// that the arms of a round see the same machine, with a progress line per run that
+/// `head` names. `run_one(index, cell, arm, run)` runs one; None once the command is
+/// interrupted, which ends the grid with the runs that finished.
+pub(super) fn interleave<C, R: Record>(
+    cells: &[C],
+    arms: &[Arm],
+    progress: &mut Progress,
+    runs_of: impl Fn(&C) -> u64,
+    head: impl Fn(&C, Arm, u64, u64) -> String,
+    mut run_one: impl FnMut(usize, &C, Arm, u64) -> Result<Option<(R, Vec<Effective>)>, Failure>,
+) -> Result<Ran<R>, Failure> {
+    let mut ran = Ran { records: Vec::new(), effective: BTreeMap::new() };
+    'cells: for (index, cell) in cells.iter().enumerate() {
+        let runs = runs_of(cell);
+        for run in 1..=runs {
+            for &arm in arms {
+                let Some((rec, loads)) = run_one(index, cell, arm, run)? else {
+                    break 'cells;
+                };
+                if arm.strategy().is_some() {
+                    ran.effective.entry(arm.to_string()).or_insert_with(|| loads.last().cloned());
+                } else if arm == Arm::None {
+                    ran.effective.entry(arm.to_string()).or_insert(None);
+                }
+                let head = head(cell, arm, run, runs);
+                match (rec.sample(), rec.error()) {
+                    (Some(s), None) => progress.step(
+                        &format!(
+                            "{head}: {:>10.1} kops/s, fairness {:.2}",
+                            s.ops_per_s() / 1e3,
+                            s.fairness_of("ops")
+                        ),
+                        false,
+                    ),
+                    (_, e) => progress.step(&format!("{head}: FAILED: {}", e.unwrap_or("?")), true),
+                }
+                ran.records.push(rec);
+            }
+        }
+    }
+    Ok(ran)
 }
 
 /// A grid's exit status: 128 + the signal that interrupted it, else 1 when a run

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use clap::Args;
+
 use serde::{Deserialize, Serialize};
 use spinmutex_names::{self as names, Invalid, LoadReport, Nanos, Setting, SpinLimit, Stats, Strategy};
 

@@ -182,6 +182,16 @@ struct RunRecord {
     error: Option<String>,
 }
 
+impl grid::Record for RunRecord {
+    fn sample(&self) -> Option<&Sample> {
+        self.sample.as_ref()
+    }
+
+    fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+}
+
 /// The benchmark with defaults filled in, and the arms (the control not among them).
 fn config(a: &BenchArgs, nproc: u64) -> Result<(Config, Vec<Arm>), Failure> {
     let (dt, dl, dr, dd): (&[u64], &[u64], u64, u64) = if a.quick {
@@ -365,51 +375,30 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     }
 
     let hogs = Hogs::start(c.hogs, None).map_err(Failure::Runtime)?;
-    let mut records = Vec::new();
-    let mut effective: BTreeMap<String, Option<Effective>> = BTreeMap::new();
     let mut scenario_setup: BTreeMap<String, String> = BTreeMap::new();
     let mut progress = Progress::new(total);
     let mut stage: Option<(Scenario, Stage)> = None;
-    'cells: for (index, cell) in c.cells.iter().enumerate() {
-        if let Some(s) = cell.scenario {
-            if stage.as_ref().map(|(had, _)| *had) != Some(s) {
-                drop(stage.take()); // the previous scenario's hog or cgroup goes first
-                let set = Stage::set_up(s).map_err(|e| Failure::Runtime(format!("scenario {s}: {e}")))?;
-                scenario_setup.insert(s.to_string(), set.note.clone());
-                eprintln!("spinmutex bench: scenario {s}: {}", set.note);
-                stage = Some((s, set));
-            }
-        }
-        let runs = c.runs_of(cell);
-        for run in 1..=runs {
-            for arm in &run_arms {
-                let staged = stage.as_ref().filter(|(s, _)| Some(*s) == cell.scenario).map(|(_, st)| st);
-                let Some((rec, loads)) = run_once(&exe, &lib, &env, (index, cell), staged, *arm, run)? else {
-                    break 'cells;
-                };
-                if arm.strategy().is_some() {
-                    effective.entry(arm.to_string()).or_insert_with(|| loads.last().cloned());
-                } else if *arm == Arm::None {
-                    effective.entry(arm.to_string()).or_insert(None);
+    let ran = grid::interleave(
+        &c.cells,
+        &run_arms,
+        &mut progress,
+        |cell| c.runs_of(cell),
+        |cell, arm, run, runs| format!("{} {arm:<14} run {run}/{runs}", cell.label()),
+        |index, cell, arm, run| {
+            if let Some(s) = cell.scenario {
+                if stage.as_ref().map(|(had, _)| *had) != Some(s) {
+                    drop(stage.take()); // the previous scenario's hog or cgroup goes first
+                    let set = Stage::set_up(s).map_err(|e| Failure::Runtime(format!("scenario {s}: {e}")))?;
+                    scenario_setup.insert(s.to_string(), set.note.clone());
+                    eprintln!("spinmutex bench: scenario {s}: {}", set.note);
+                    stage = Some((s, set));
                 }
-                let head = format!("{} {arm:<14} run {run}/{runs}", cell.label());
-                match (&rec.sample, &rec.error) {
-                    (Some(s), None) => progress.step(
-                        &format!(
-                            "{head}: {:>10.1} kops/s, fairness {:.2}",
-                            s.ops_per_s() / 1e3,
-                            s.fairness_of("ops")
-                        ),
-                        false,
-                    ),
-                    (_, e) => {
-                        progress.step(&format!("{head}: FAILED: {}", e.as_deref().unwrap_or("?")), true)
-                    }
-                }
-                records.push(rec);
             }
-        }
-    }
+            let staged = stage.as_ref().filter(|(s, _)| Some(*s) == cell.scenario).map(|(_, st)| st);
+            run_once(&exe, &lib, &env, (index, cell), staged, arm, run)
+        },
+    )?;
+    let grid::Ran { records, effective } = ran;
     drop(stage);
     drop(progress);
     drop(hogs);

@@ -159,6 +159,16 @@ struct RunRecord {
     error: Option<String>,
 }
 
+impl grid::Record for RunRecord {
+    fn sample(&self) -> Option<&Sample> {
+        self.sample.as_ref()
+    }
+
+    fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+}
+
 impl RunRecord {
     fn in_cell(&self, t: u64, w: f64, l: u64) -> bool {
         self.threads == t && self.writes_pct == w && self.load == l
@@ -280,41 +290,26 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     }
 
     let hogs = crate::bench::workload::Hogs::start(c.hogs, None).map_err(Failure::Runtime)?;
-    let mut records = Vec::new();
-    let mut effective: BTreeMap<String, Option<Effective>> = BTreeMap::new();
     let mut progress = Progress::new(total as u64);
-    'grid: for &threads in &c.threads {
+    let mut cells = Vec::new();
+    for &threads in &c.threads {
         for &writes in &c.writes_pct {
             for &load in &c.loads {
-                for run in 1..=c.runs {
-                    for arm in &arms {
-                        let cell = Cell { threads, writes, load };
-                        let Some((rec, loads)) = run_once(&exe, &lib, &c, &env, cell, *arm, run)? else {
-                            break 'grid;
-                        };
-                        effective.entry(arm.to_string()).or_insert_with(|| loads.last().cloned());
-                        let head = format!(
-                            "threads {threads:>3} writes {writes:>4}% load {load:>3} {arm:<6} run {run}/{}",
-                            c.runs
-                        );
-                        match (&rec.sample, &rec.error) {
-                            (Some(s), None) => progress.step(
-                                &format!(
-                                    "{head}: {:>10.1} kops/s, fairness {:.2}",
-                                    s.ops_per_s() / 1e3,
-                                    s.fairness_of("ops")
-                                ),
-                                false,
-                            ),
-                            (_, e) => progress
-                                .step(&format!("{head}: FAILED: {}", e.as_deref().unwrap_or("?")), true),
-                        }
-                        records.push(rec);
-                    }
-                }
+                cells.push(Cell { threads, writes, load });
             }
         }
     }
+    let grid::Ran { records, effective } = grid::interleave(
+        &cells,
+        &arms,
+        &mut progress,
+        |_| c.runs,
+        |cell, arm, run, runs| {
+            let Cell { threads, writes, load } = *cell;
+            format!("threads {threads:>3} writes {writes:>4}% load {load:>3} {arm:<6} run {run}/{runs}")
+        },
+        |_, cell, arm, run| run_once(&exe, &lib, &c, &env, *cell, arm, run),
+    )?;
     drop(progress);
     drop(hogs);
     let interrupted = child::say_if_interrupted("bench", records.len(), "runs");
