@@ -235,7 +235,7 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
     }
     let env = a.settings.env();
     settings::check_inherited(&env, true).map_err(|m| Failure::Usage("ab", m))?;
-    refuse_statistics(&env)?;
+    settings::refuse_statistics(&env).map_err(|m| Failure::Usage("ab", m))?;
     let lib = if arms.iter().any(|arm| arm.strategy().is_some()) {
         library::find().map_err(Failure::Runtime)?
     } else {
@@ -426,24 +426,6 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         Some(sig) => child::interrupted_status(sig),
         None => u8::from(!(failed.is_empty() && no_metric.is_empty())),
     })
-}
-
-/// Statistics cost about 95 ns per acquisition in the arms that load the library and
-/// nothing in `none`, and their reports would mix with the command's output: `ab`
-/// refuses them, from its options or its environment.
-fn refuse_statistics(env: &[(String, String)]) -> Result<(), Failure> {
-    let name = spinmutex_names::STATS.name;
-    let given = env.iter().find(|(k, _)| k == name).map(|(_, v)| (v.clone(), "given"));
-    let inherited = || std::env::var(name).ok().map(|v| (v, "inherited from the environment"));
-    match given.or_else(inherited) {
-        Some((value, how)) if !matches!(value.as_str(), "" | "0") => Err(Failure::Usage(
-            "ab",
-            format!(
-                "statistics ({name}={value}, {how}) would slow the arms that load the library and not                  `none`, so the arms would not be comparable: compare without them, then look at the                  locks with `spinmutex run --stats`"
-            ),
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// The arms to run: as given (no repeats), else none, glibc, spin; `none` added beside
