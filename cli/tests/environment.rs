@@ -204,7 +204,9 @@ fn skips_are_totalled_over_the_binaries_of_a_run() {
     assert_eq!(line, "skipped 0 in the 1 test binary of this run so far");
     // End to end: this binary, started by this test with a filter that selects nothing,
     // leaves its file and closes with the total of its own run (this test's process).
-    let o = run_bounded(Command::new(std::env::current_exe().unwrap()).arg("no test has this name"), LIMIT);
+    let mut itself = Command::new(std::env::current_exe().unwrap());
+    itself.arg("no test has this name");
+    let o = run_bounded(itself, LIMIT);
     o.assert_success("this test binary with an empty selection");
     let last = o.stdout.lines().last().unwrap_or("");
     assert_eq!(last, "skipped 0 in the 1 test binary of this run so far", "{}", o.stdout);
