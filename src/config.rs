@@ -227,6 +227,9 @@ fn read_environment(reading: Reading) -> Strategy {
     let handoff_wait =
         read(&names::HANDOFF_WAIT, names::parse_handoff_wait, names::DEFAULT_HANDOFF_WAIT_NS, warn);
     let fair = read(&names::FAIR, names::parse_fair, false, warn);
+    if warn {
+        warn_unknown_names();
+    }
 
     // Under a tool that watches locks through glibc's functions, serving them would hide
     // them from it (see `tools`).
@@ -310,6 +313,43 @@ pub fn read<T>(
             default
         }),
     }
+}
+
+/// A misspelt setting would otherwise be ignored without a word (a baseline quietly
+/// run with the default strategy): one line names the first `SPINMUTEX_*` variable of
+/// the environment that is not known, with the known name nearest to it, and how many
+/// more there are. Reads `environ` directly: no allocation, no lock.
+fn warn_unknown_names() {
+    let mut first: Option<&[u8]> = None;
+    let mut more = 0u64;
+    // SAFETY: the environment is a null-terminated array of NUL-terminated strings that
+    // the program does not free while it runs; it is read once, here, at load.
+    unsafe {
+        let mut entry = core::ptr::addr_of!(environ).read_volatile();
+        while !entry.is_null() && !(*entry).is_null() {
+            if let Some(name) = names::unknown_name(CStr::from_ptr(*entry).to_bytes()) {
+                match first {
+                    None => first = Some(name),
+                    Some(_) => more += 1,
+                }
+            }
+            entry = entry.add(1);
+        }
+    }
+    let Some(name) = first else { return };
+    let mut line: LineBuf = LineBuf::new();
+    line.push(b"spinmutex: ");
+    // The name as written, but a terminal's control bytes (or broken UTF-8) shown as `?`.
+    for &b in name.iter().take(Shown::MAX) {
+        line.push(if b.is_ascii_graphic() { core::slice::from_ref(&b) } else { b"?" });
+    }
+    line.push(b" is not a setting of this library (did you mean ");
+    line.push(names::closest(name).as_bytes()).push(b"?); ignored");
+    if more > 0 {
+        line.push(b", and ").push_u64(more).push(b" more unknown SPINMUTEX_* name(s)");
+    }
+    line.push(b"\n");
+    crate::sys::write_stderr(line.end_line());
 }
 
 /// One line on standard error: `spinmutex: ` and `what`.

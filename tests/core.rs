@@ -558,6 +558,53 @@ fn bad_setting_warned_when_locking_starts_before_libc_init() {
     bad_setting_with("ctor_dtor", "SPINMUTEX_SPIN_LIMIT", "abc", &["ns", "us", "ms"]);
 }
 
+/// A misspelt name would otherwise be ignored without a word: the library names it, and
+/// the setting it most likely meant, in one line, once per process (also when locking
+/// starts before libc's initialisation), however many unknown names there are; the
+/// program runs as it would without them.
+fn unknown_setting_name_gives_one_stderr_line() {
+    for name in ["hello_contended", "ctor_dtor"] {
+        let path = program(name);
+        let expected = baseline_stdout(&path, &[]);
+        for (vars, more) in [
+            (&[("SPINMUTEX_STRATEGI", "glibc")][..], None),
+            (&[("SPINMUTEX_STRATEGI", "glibc"), ("SPINMUTEX_SPINLIMIT", "5us")][..], Some("1 more")),
+        ] {
+            let mut cmd = preloaded(&path, Some("spin"));
+            cmd.envs(vars.iter().copied());
+            let o = run_bounded(cmd, LIMIT);
+            let what = format!("{name} with {vars:?}");
+            assert!(o.success(), "{}", describe(&what, &o));
+            assert_eq!(o.stdout, expected, "{what}: stdout changed");
+            let lines: Vec<&str> = o.stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "{what}: expected exactly one stderr line, got:\n{}", o.stderr);
+            let unknown = vars.iter().map(|(k, _)| *k).find(|k| lines[0].contains(k));
+            let hint = match unknown {
+                Some("SPINMUTEX_STRATEGI") => "(did you mean SPINMUTEX_STRATEGY?)",
+                _ => "(did you mean SPINMUTEX_SPIN_LIMIT?)",
+            };
+            assert!(
+                unknown.is_some() && lines[0].starts_with("spinmutex: SPINMUTEX_") && lines[0].contains(hint),
+                "{what}: the line does not name an unknown variable and its nearest setting: {:?}",
+                lines[0]
+            );
+            if let Some(more) = more {
+                assert!(
+                    lines[0].contains(more),
+                    "{what}: the line does not count the others: {:?}",
+                    lines[0]
+                );
+            }
+        }
+    }
+    // Names the command and the test suite set are known: no line for them.
+    let path = program("hello_contended");
+    let mut cmd = preloaded(&path, Some("spin"));
+    cmd.env("SPINMUTEX_LIB", lib_path()).env("SPINMUTEX_TESTS_REQUIRE_ALL", "0");
+    let o = run_bounded(cmd, LIMIT);
+    assert!(o.success() && o.stderr.is_empty(), "{}", describe("known names", &o));
+}
+
 fn valid_settings_are_silent() {
     let path = program("hello_contended");
     let expected = baseline_stdout(&path, &[]);
@@ -833,6 +880,7 @@ fn main() -> std::process::ExitCode {
         bad_spin_limit_gives_one_stderr_line,
         other_bad_settings_give_one_stderr_line,
         bad_setting_warned_when_locking_starts_before_libc_init,
+        unknown_setting_name_gives_one_stderr_line,
         valid_settings_are_silent,
         load_message_goes_only_to_the_named_pipe,
         observability_leaves_stdout_alone,

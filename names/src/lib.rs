@@ -528,6 +528,87 @@ pub fn check(name: &[u8], value: &[u8]) -> Option<Result<(), Invalid>> {
     })
 }
 
+// ------------------------------------------------------------------------------ names
+
+/// The prefix of every variable this project reads.
+pub const PREFIX: &str = "SPINMUTEX_";
+
+/// `SPINMUTEX_*` names that are not library settings yet are expected in an
+/// environment: the command's own, and those the test suite and its scripts set for
+/// themselves (programs run under the library inherit them, so the library must not
+/// call them unknown).
+pub const OTHER_NAMES: &[&str] = &[
+    LIB.name,
+    HANDSHAKE.name,
+    // The test suite: fail rather than skip when an optional program is missing.
+    "SPINMUTEX_TESTS_REQUIRE_ALL",
+    // Where the build put the C test programs (cargo passes it on to test runs).
+    "SPINMUTEX_C_TESTS_DIR",
+    // A marker a command test gives to the hogs, to find any left behind.
+    "SPINMUTEX_CLI_TEST_HOG_MARKER",
+    // scripts/glibc-tests.sh: the time limit of one glibc test.
+    "SPINMUTEX_GLIBC_TESTS_HARD_LIMIT",
+];
+
+/// True when `name` is a library setting or one of [`OTHER_NAMES`].
+pub fn is_known(name: &[u8]) -> bool {
+    known_names().any(|known| known.as_bytes() == name)
+}
+
+/// Every known name: the library's settings first, then [`OTHER_NAMES`].
+pub fn known_names() -> impl Iterator<Item = &'static str> {
+    SETTINGS.iter().map(|s| s.name).chain(OTHER_NAMES.iter().copied())
+}
+
+/// The known name nearest to `name` by [`edit_distance`] (the first in
+/// [`known_names`]' order on a tie): what a misspelling most likely meant.
+pub fn closest(name: &[u8]) -> &'static str {
+    let mut best = (usize::MAX, STRATEGY.name);
+    for known in known_names() {
+        let d = edit_distance(name, known.as_bytes());
+        if d < best.0 {
+            best = (d, known);
+        }
+    }
+    best.1
+}
+
+/// The longest text [`edit_distance`] compares whole; beyond it only the first
+/// `EDIT_MAX` bytes count (no setting name comes near it).
+pub const EDIT_MAX: usize = 64;
+
+/// Levenshtein distance between `a` and `b`, ignoring ASCII case: how many inserted,
+/// deleted or replaced bytes turn one into the other. Allocates nothing (the library
+/// calls it while reading its environment), so it looks at the first [`EDIT_MAX`]
+/// bytes of each.
+pub fn edit_distance(a: &[u8], b: &[u8]) -> usize {
+    let a = &a[..a.len().min(EDIT_MAX)];
+    let b = &b[..b.len().min(EDIT_MAX)];
+    // One row of the usual table: row[j] is the distance between the prefix of `a`
+    // seen so far and the first j bytes of `b`.
+    let mut row = [0usize; EDIT_MAX + 1];
+    for (j, cell) in row.iter_mut().enumerate().take(b.len() + 1) {
+        *cell = j;
+    }
+    for (i, &ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let replace = diagonal + usize::from(!ca.eq_ignore_ascii_case(&cb));
+            diagonal = row[j + 1];
+            row[j + 1] = replace.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// The name of an environment entry `NAME=value` when it starts with [`PREFIX`] and
+/// is not known: what the library warns about and the command refuses.
+pub fn unknown_name(entry: &[u8]) -> Option<&[u8]> {
+    let name = entry.split(|&b| b == b'=').next().unwrap_or(entry);
+    (name.starts_with(PREFIX.as_bytes()) && !is_known(name)).then_some(name)
+}
+
 // ------------------------------------------------------------------------------ handshake
 
 /// Where the library reports its load: a descriptor and the identity of the pipe the
@@ -759,6 +840,49 @@ mod tests {
         assert_eq!(check(b"SPINMUTEX_FAIR", b"1"), Some(Ok(())));
         assert_eq!(check(b"SPINMUTEX_LIB", b"/x"), None);
         assert_eq!(check(b"HOME", b"/x"), None);
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance(b"", b""), 0);
+        assert_eq!(edit_distance(b"abc", b""), 3);
+        assert_eq!(edit_distance(b"", b"abc"), 3);
+        assert_eq!(edit_distance(b"kitten", b"sitting"), 3);
+        assert_eq!(edit_distance(b"flaw", b"lawn"), 2);
+        assert_eq!(edit_distance(b"SPINMUTEX_STRATEGI", b"SPINMUTEX_STRATEGY"), 1);
+        assert_eq!(edit_distance(b"spinmutex_fair", b"SPINMUTEX_FAIR"), 0);
+        // Symmetric, and bounded by the longer length.
+        assert_eq!(edit_distance(b"SPINMUTEX_STAT", b"SPINMUTEX_STATS_TOP"), 5);
+        assert_eq!(edit_distance(b"SPINMUTEX_STATS_TOP", b"SPINMUTEX_STAT"), 5);
+        // Longer than EDIT_MAX: only the first EDIT_MAX bytes count, and nothing panics.
+        let long = [b'x'; 300];
+        assert_eq!(edit_distance(&long, b""), EDIT_MAX);
+        assert_eq!(edit_distance(&long, &long[..EDIT_MAX]), 0);
+    }
+
+    #[test]
+    fn unknown_names_and_their_nearest() {
+        assert_eq!(closest(b"SPINMUTEX_STRATEGI"), "SPINMUTEX_STRATEGY");
+        assert_eq!(closest(b"SPINMUTEX_SPINLIMIT"), "SPINMUTEX_SPIN_LIMIT");
+        assert_eq!(closest(b"SPINMUTEX_STAT"), "SPINMUTEX_STATS");
+        assert_eq!(closest(b"SPINMUTEX_LIBRARY"), "SPINMUTEX_LIB");
+        assert_eq!(closest(b"SPINMUTEX_TEST_REQUIRE_ALL"), "SPINMUTEX_TESTS_REQUIRE_ALL");
+        assert_eq!(unknown_name(b"SPINMUTEX_STRATEGI=glibc"), Some(&b"SPINMUTEX_STRATEGI"[..]));
+        assert_eq!(unknown_name(b"SPINMUTEX_X"), Some(&b"SPINMUTEX_X"[..]));
+        assert_eq!(unknown_name(b"SPINMUTEX_STRATEGY=glibc"), None);
+        assert_eq!(unknown_name(b"SPINMUTEX_LIB=/x"), None);
+        assert_eq!(unknown_name(b"SPINMUTEX_HANDSHAKE=fd=3"), None);
+        assert_eq!(unknown_name(b"SPINMUTEX_TESTS_REQUIRE_ALL=1"), None);
+        assert_eq!(unknown_name(b"HOME=/root"), None);
+        assert_eq!(unknown_name(b"spinmutex_strategy=glibc"), None, "names are case-sensitive");
+        for s in SETTINGS {
+            assert!(is_known(s.name.as_bytes()) && s.name.starts_with(PREFIX), "{}", s.name);
+            assert_eq!(closest(s.name.as_bytes()), s.name);
+        }
+        for name in OTHER_NAMES {
+            assert!(name.starts_with(PREFIX) && name.len() <= EDIT_MAX, "{name}");
+            assert_eq!(closest(name.as_bytes()), *name);
+        }
     }
 
     #[test]

@@ -239,7 +239,7 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
     }
     let env = a.settings.env();
     settings::check_inherited(&env, true).map_err(|m| Failure::Usage("ab", m))?;
-    refuse_statistics(&env)?;
+    settings::refuse_statistics(&env).map_err(|m| Failure::Usage("ab", m))?;
     let lib = if arms.iter().any(|arm| arm.strategy().is_some()) {
         library::find().map_err(Failure::Runtime)?
     } else {

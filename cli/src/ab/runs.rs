@@ -13,24 +13,6 @@ use crate::Failure;
 
 use super::*;
 
-/// Statistics cost about 95 ns per acquisition in the arms that load the library and
-/// nothing in `none`, and their reports would mix with the command's output: `ab`
-/// refuses them, from its options or its environment.
-pub(super) fn refuse_statistics(env: &[(String, String)]) -> Result<(), Failure> {
-    let name = spinmutex_names::STATS.name;
-    let given = env.iter().find(|(k, _)| k == name).map(|(_, v)| (v.clone(), "given"));
-    let inherited = || std::env::var(name).ok().map(|v| (v, "inherited from the environment"));
-    match given.or_else(inherited) {
-        Some((value, how)) if !matches!(value.as_str(), "" | "0") => Err(Failure::Usage(
-            "ab",
-            format!(
-                "statistics ({name}={value}, {how}) would slow the arms that load the library and not                  `none`, so the arms would not be comparable: compare without them, then look at the                  locks with `spinmutex run --stats`"
-            ),
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// The arms to run: as given (no repeats), else none, glibc, spin; `none` added beside
 /// glibc unless --without-none.
 pub(super) fn arms(a: &AbArgs) -> Result<Vec<Arm>, Failure> {

@@ -112,16 +112,62 @@ extern "C" fn on_interrupt(sig: libc::c_int) {
     }
 }
 
+/// A write to this command's output whose reader has gone (`| head`, a pager that
+/// quits) ends the command by SIGPIPE, as it ends other tools: but not before the child
+/// running then, in a process group of its own that the signal does not reach, is
+/// stopped like an interrupted one (SIGTERM to its group, SIGKILL after [`GRACE`]), so
+/// that no child outlives the command. The write may come from any thread (the one
+/// passing the child's output on, or the one that reports), so all of it happens here:
+/// kill, waitid and nanosleep are async-signal-safe, and the child is left for the
+/// thread in `wait4` (it is never reaped here, so that thread cannot go on to start
+/// another: it would first join the reader this handler may be running on).
+extern "C" fn on_broken_pipe(_: libc::c_int) {
+    let target = RUNNING.load(Ordering::SeqCst);
+    if target != 0 {
+        let pid = target.abs();
+        // SAFETY: kill(2), waitid(2) and nanosleep(2) on our own child, its group, and
+        // plain local data.
+        unsafe {
+            libc::kill(target, libc::SIGTERM);
+            let step = libc::timespec { tv_sec: 0, tv_nsec: 10_000_000 };
+            for _ in 0..GRACE.as_millis() / 10 {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+                // -1: reaped already by the thread in wait4; a pid: exited, not reaped.
+                if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) != 0 || info.si_pid() != 0 {
+                    break;
+                }
+                libc::nanosleep(&step, std::ptr::null_mut());
+            }
+            // The leader is gone or out of time; whatever of its group is left goes too.
+            if target < 0 {
+                libc::kill(target, libc::SIGKILL);
+            }
+        }
+    }
+    // SAFETY: signal(2) and raise(2); SIGPIPE is blocked in this handler, so it is
+    // delivered, with its default action, as the handler returns.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+}
+
 /// From now on SIGINT, SIGTERM and SIGHUP do not kill this command: they stop the
 /// running child (see the module's comment) and [`interrupted`] says which came.
 /// Installed without `SA_RESTART`, so that a `wait4` in progress returns at once.
+/// SIGPIPE still ends the command, after stopping the child (see `on_broken_pipe`).
 pub fn catch_interrupts() {
-    for sig in INTERRUPTS {
-        // SAFETY: sigaction is plain data (all zero is valid); the handler only loads
-        // and stores atomics and calls kill(2).
+    let handlers = INTERRUPTS
+        .iter()
+        .map(|&sig| (sig, on_interrupt as extern "C" fn(libc::c_int)))
+        .chain([(libc::SIGPIPE, on_broken_pipe as extern "C" fn(libc::c_int))]);
+    for (sig, handler) in handlers {
+        // SAFETY: sigaction is plain data (all zero is valid); the handlers only load
+        // and store atomics and make async-signal-safe system calls.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_sigaction = handler as libc::sighandler_t;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(sig, &action, std::ptr::null_mut());
         }

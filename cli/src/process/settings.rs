@@ -52,6 +52,9 @@ fn env_pair(s: &str) -> Result<(String, String), String> {
     if k == names::STRATEGY.name || k == names::HANDSHAKE.name {
         return Err(format!("{k} is set by the command (use --strategy or -s for the strategy)"));
     }
+    if let Some(name) = names::unknown_name(k.as_bytes()) {
+        return Err(unknown(name, ""));
+    }
     if let Some(Err(Invalid(setting))) = names::check(k.as_bytes(), v.as_bytes()) {
         return Err(format!("{k}={v:?} is not valid (accepted: {})", setting.accepted));
     }
@@ -148,9 +151,27 @@ impl LibSettings {
     }
 }
 
-/// Checks the library settings this command inherited and does not override: a bad one
-/// would make the library warn on the child's stderr and quietly use its default.
+/// The refusal of a `SPINMUTEX_*` name that neither the library nor this command knows
+/// (`where_` says where it was found): the child would run as if it were not there.
+fn unknown(name: &[u8], where_: &str) -> String {
+    format!(
+        "{}{where_} is not a setting of the library or of this command (did you mean {}?)",
+        String::from_utf8_lossy(name),
+        names::closest(name)
+    )
+}
+
+/// Checks the `SPINMUTEX_*` variables this command inherited: an unknown name (most
+/// likely a misspelt setting, so that a baseline would quietly run the default) is
+/// refused, and so is a bad value of a library setting this command does not override,
+/// which would make the library warn on the child's stderr and quietly use its default.
 pub fn check_inherited(overrides: &[(String, String)], skip_strategy: bool) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    for (key, _) in std::env::vars_os() {
+        if let Some(name) = names::unknown_name(key.as_bytes()) {
+            return Err(unknown(name, " in this command's environment"));
+        }
+    }
     for setting in names::SETTINGS {
         if (skip_strategy && setting.name == names::STRATEGY.name)
             || overrides.iter().any(|(k, _)| k == setting.name)
@@ -158,7 +179,6 @@ pub fn check_inherited(overrides: &[(String, String)], skip_strategy: bool) -> R
             continue;
         }
         if let Some(value) = std::env::var_os(setting.name) {
-            use std::os::unix::ffi::OsStrExt;
             if let Some(Err(Invalid(s))) = names::check(setting.name.as_bytes(), value.as_bytes()) {
                 return Err(format!(
                     "{}={:?} in this command's environment is not valid (accepted: {})",
@@ -170,6 +190,24 @@ pub fn check_inherited(overrides: &[(String, String)], skip_strategy: bool) -> R
         }
     }
     Ok(())
+}
+
+/// Statistics cost about 95 ns per acquisition in the arms that load the library and
+/// nothing in the others (`none`, bench's lock-free control), and their reports would
+/// mix with the command's output: `ab` and `bench`, which compare arms, refuse them,
+/// from their options or their environment.
+pub fn refuse_statistics(env: &[(String, String)]) -> Result<(), String> {
+    let name = names::STATS.name;
+    let given = env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| (v.clone(), "given"));
+    let inherited = || std::env::var(name).ok().map(|v| (v, "inherited from the environment"));
+    match given.or_else(inherited) {
+        Some((value, how)) if names::parse_stats(value.as_bytes()) != Ok(Stats::Off) => Err(format!(
+            "statistics ({name}={value}, {how}) would slow the arms that load the library and not the \
+             others, so the arms would not be comparable: compare without them, then look at the locks \
+             with `spinmutex run --stats`"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// What the library reported when it loaded in one process, owned.
@@ -414,6 +452,12 @@ mod tests {
         assert!(parse(&["--env", "SPINMUTEX_SPIN_LIMIT=10x"]).is_err());
         assert!(parse(&["--env", "SPINMUTEX_STRATEGY=spin"]).is_err());
         assert!(parse(&["--env", "NOEQUALS"]).is_err());
+        let e = parse(&["--env", "SPINMUTEX_STRATEGI=glibc"]).err().unwrap().to_string();
+        assert!(
+            e.contains("SPINMUTEX_STRATEGI is not a setting") && e.contains("SPINMUTEX_STRATEGY?"),
+            "{e}"
+        );
+        assert!(parse(&["--env", "SPINMUTEX_LIB=/x", "--env", "NOT_OURS=1"]).is_ok());
     }
 
     #[test]

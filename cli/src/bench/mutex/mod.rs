@@ -328,6 +328,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
     let (c, arms) = config(&a, machine.nproc as u64)?;
     let env = a.settings.env();
     settings::check_inherited(&env, true).map_err(|m| Failure::Usage("bench", m))?;
+    settings::refuse_statistics(&env).map_err(|m| Failure::Usage("bench", m))?;
     let lib = if arms.iter().any(|arm| arm.strategy().is_some()) {
         library::find().map_err(Failure::Runtime)?
     } else {
