@@ -59,9 +59,11 @@
 //! # Where the class is kept
 //!
 //! Under `auto` a mutex's `__spins` (which holds the spin estimate under `spin`) holds
-//! its class instead, as an index into a fixed table of [`CLASSES`] entries; the
-//! estimate lives in the class. Only private mutexes of the normal, recursive and
-//! error-checking types keep it there: glibc's condition variables write their own
+//! its class too: an index into a fixed table of [`CLASSES`] entries in its high 8 bits,
+//! beside the estimate in its low 8 (mutex.rs). The estimate stays in the
+//! mutex, on the line the waiters read anyway; a new mutex of a class starts from the
+//! estimate the class's mutexes last learned. Only private mutexes of the normal,
+//! recursive and error-checking types keep the class there: glibc's condition variables write their own
 //! estimate into an adaptive mutex's `__spins`, and in a process-shared mutex an index
 //! would mean another class in each process. Those, and mutexes whose `__spins` was
 //! never set (static initialisers), are classed by their address, which is looked up
@@ -69,24 +71,23 @@
 //! learns for all of them. Nothing here is on the uncontended path: the class is read
 //! after the first failed attempt.
 
-use core::cell::Cell;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 
 use crate::mutex::{kind, RawMutex};
-use crate::spin;
+use crate::spin::{self, SpinTarget};
 use crate::{config, observe, sys};
 
 /// Entries of the class table; entry 0 is for classes that find no room.
-pub const CLASSES: usize = 512;
+pub const CLASSES: usize = 256;
 /// Slots a class key may probe before it settles for entry 0.
 const PROBES: usize = 16;
 
-/// Spins in spin mode over which the win rate is judged.
+/// Spins (sampled) in spin mode over which their economics are judged.
 const SPIN_WINDOW: u32 = 64;
 /// In sleep mode, one contended acquisition of a thread in this many spins as a probe.
 const PROBE_EVERY: u32 = 32;
-/// Probes over which sleep mode is judged; half of them winning brings spinning back.
+/// Probes over which sleep mode is judged.
 const PROBE_WINDOW: u32 = 8;
 
 /// Rounds of an experiment (each one phase per mode).
@@ -98,8 +99,13 @@ const PHASE_NS: u64 = 1_000_000;
 /// measures something; a phase never lasts longer than [`PHASE_MAX_NS`].
 const PHASE_ACQUISITIONS: u64 = 1_000;
 const PHASE_MAX_NS: u64 = 100_000_000;
-/// Throughputs this close (3%) count as the same; CPU per acquisition then decides.
+/// Throughputs this close (3%) count as the same; CPU per acquisition then decides, if
+/// one mode is [`CHEAPER`].
 const SAME_THROUGHPUT: (u64, u64) = (97, 100);
+/// At least 10% less CPU per acquisition.
+const CHEAPER: (u64, u64) = (90, 100);
+/// Sleeping must be this much (10%) faster to be chosen for its throughput.
+const CLEARLY_FASTER: (u64, u64) = (110, 100);
 /// From the second round on, a mode below this share of the other's throughput (80%)
 /// has lost: the experiment stops early.
 const CLEARLY_WORSE: (u64, u64) = (80, 100);
@@ -141,9 +147,17 @@ impl Mode {
 }
 
 /// What one class has learned. All counters are approximate by design: threads update
-/// them without coordination, as glibc's adaptive mutex updates its estimate.
-#[repr(align(64))]
+/// them without coordination, as glibc's adaptive mutex updates its estimate. What every
+/// contended acquisition reads (the mode) and what sampled ones write (the counts) are on
+/// cache lines of their own, so that the writes do not take the line the reads need.
+#[repr(C)]
 pub struct Class {
+    policy: Policy,
+    counts: Counts,
+}
+
+#[repr(align(64))]
+struct Policy {
     /// The init call site's return address, or the mutex's address; 0: free.
     key: AtomicUsize,
     /// The key is a call site's return address (else a mutex's address).
@@ -151,7 +165,11 @@ pub struct Class {
     mode: AtomicU8,
     /// The mode was chosen by an experiment: probes do not change it.
     measured: AtomicBool,
-    /// Moving average of the pauses a winning spin needed (as `spin` keeps per mutex).
+}
+
+#[repr(align(64))]
+struct Counts {
+    /// The spin estimate its mutexes last learned, which a new mutex starts from.
     estimate: AtomicU32,
     /// Spins (or probes), wins, and pauses spun in all, in the current window.
     spins: AtomicU32,
@@ -168,37 +186,41 @@ pub struct Class {
 impl Class {
     const fn new() -> Class {
         Class {
-            key: AtomicUsize::new(0),
-            call_site: AtomicBool::new(false),
-            mode: AtomicU8::new(Mode::Spin as u8),
-            measured: AtomicBool::new(false),
-            estimate: AtomicU32::new(0),
-            spins: AtomicU32::new(0),
-            wins: AtomicU32::new(0),
-            spent: AtomicU32::new(0),
-            contended: AtomicU32::new(0),
-            next_experiment_ns: AtomicU64::new(0),
-            interval_ns: AtomicU64::new(0),
-            served: [AtomicU64::new(0), AtomicU64::new(0)],
+            policy: Policy {
+                key: AtomicUsize::new(0),
+                call_site: AtomicBool::new(false),
+                mode: AtomicU8::new(Mode::Spin as u8),
+                measured: AtomicBool::new(false),
+            },
+            counts: Counts {
+                estimate: AtomicU32::new(0),
+                spins: AtomicU32::new(0),
+                wins: AtomicU32::new(0),
+                spent: AtomicU32::new(0),
+                contended: AtomicU32::new(0),
+                next_experiment_ns: AtomicU64::new(0),
+                interval_ns: AtomicU64::new(0),
+                served: [AtomicU64::new(0), AtomicU64::new(0)],
+            },
         }
     }
 
     pub fn key(&self) -> usize {
-        self.key.load(Relaxed)
+        self.policy.key.load(Relaxed)
     }
 
     pub fn mode(&self) -> Mode {
-        Mode::from_u8(self.mode.load(Relaxed))
+        Mode::from_u8(self.policy.mode.load(Relaxed))
     }
 
     /// The mode was chosen by an experiment (else by whether spins win).
     pub fn measured(&self) -> bool {
-        self.measured.load(Relaxed)
+        self.policy.measured.load(Relaxed)
     }
 
     /// Contended acquisitions served in spin mode and in sleep mode.
     pub fn served(&self) -> (u64, u64) {
-        (self.served[0].load(Relaxed), self.served[1].load(Relaxed))
+        (self.counts.served[0].load(Relaxed), self.counts.served[1].load(Relaxed))
     }
 
     fn experimenting(&self) -> bool {
@@ -210,13 +232,13 @@ impl Class {
     }
 
     fn set_mode(&self, to: Mode, measured: bool, because: &Because) {
-        self.measured.store(measured, Relaxed);
+        self.policy.measured.store(measured, Relaxed);
         self.new_window();
-        let from = Mode::from_u8(self.mode.swap(to as u8, Relaxed));
+        let from = Mode::from_u8(self.policy.mode.swap(to as u8, Relaxed));
         if from != to {
             // Named as the statistics name call sites: by the call instruction, one byte
             // before the return address.
-            let name = self.key() - usize::from(self.call_site.load(Relaxed));
+            let name = self.key() - usize::from(self.policy.call_site.load(Relaxed));
             observe::policy_changed(name, from.name(), to.name(), because);
         }
     }
@@ -225,11 +247,11 @@ impl Class {
     /// is full.
     fn spun(&self, pauses: u32, won: bool) {
         if won {
-            self.wins.fetch_add(1, Relaxed);
+            self.counts.wins.fetch_add(1, Relaxed);
         }
-        let spent = self.spent.load(Relaxed);
-        self.spent.store(spent.saturating_add(pauses), Relaxed);
-        let n = self.spins.fetch_add(1, Relaxed) + 1;
+        let spent = self.counts.spent.load(Relaxed);
+        self.counts.spent.store(spent.saturating_add(pauses), Relaxed);
+        let n = self.counts.spins.fetch_add(1, Relaxed) + 1;
         let window = match self.mode() {
             _ if self.experimenting() => return,
             Mode::Spin => SPIN_WINDOW,
@@ -238,8 +260,8 @@ impl Class {
         if n < window {
             return;
         }
-        let wins = self.wins.load(Relaxed);
-        let (spent_ns, saved_ns) = spin_economics(self.spent.load(Relaxed), wins);
+        let wins = self.counts.wins.load(Relaxed);
+        let (spent_ns, saved_ns) = spin_economics(self.counts.spent.load(Relaxed), wins);
         match self.mode() {
             Mode::Spin if spent_ns > saved_ns => {
                 self.set_mode(Mode::Sleep, false, &Because::SpinsLose { wins, spins: n, spent_ns, saved_ns });
@@ -252,9 +274,9 @@ impl Class {
     }
 
     fn new_window(&self) {
-        self.spins.store(0, Relaxed);
-        self.wins.store(0, Relaxed);
-        self.spent.store(0, Relaxed);
+        self.counts.spins.store(0, Relaxed);
+        self.counts.wins.store(0, Relaxed);
+        self.counts.spent.store(0, Relaxed);
     }
 }
 
@@ -282,11 +304,11 @@ fn class_for_key(key: usize, call_site: bool) -> usize {
     for i in 0..PROBES {
         let index = 1 + (first as usize + i) % (CLASSES - 1);
         let class = &TABLE[index];
-        match class.key.load(Acquire) {
+        match class.policy.key.load(Acquire) {
             k if k == key => return index,
-            0 => match class.key.compare_exchange(0, key, AcqRel, Acquire) {
+            0 => match class.policy.key.compare_exchange(0, key, AcqRel, Acquire) {
                 Ok(_) => {
-                    class.call_site.store(call_site, Relaxed);
+                    class.policy.call_site.store(call_site, Relaxed);
                     return index;
                 }
                 Err(k) if k == key => return index,
@@ -304,10 +326,13 @@ fn keeps_link(m: &RawMutex) -> bool {
     k & kind::PSHARED == 0 && k & kind::TYPE_MASK != kind::ADAPTIVE
 }
 
-/// `pthread_mutex_init` made `m`, called from `caller`: its class is the call site's.
+/// `pthread_mutex_init` made `m`, called from `caller`: its class is the call site's,
+/// and it starts from the estimate the class's mutexes last learned.
 pub fn born(m: &RawMutex, caller: usize) {
     if keeps_link(m) {
-        m.set_class_link(class_for_key(caller, true) as u16);
+        let index = class_for_key(caller, true);
+        m.set_class_link(index as u16);
+        m.set_estimate(TABLE[index].counts.estimate.load(Relaxed));
     }
 }
 
@@ -315,8 +340,8 @@ pub fn born(m: &RawMutex, caller: usize) {
 pub fn class_of(m: &RawMutex) -> &'static Class {
     if keeps_link(m) {
         let link = usize::from(m.class_link());
-        if link != 0 && link < CLASSES {
-            return &TABLE[link];
+        if link != 0 {
+            return &TABLE[link % CLASSES];
         }
         let index = class_for_key(m.addr(), false);
         if index != 0 {
@@ -342,13 +367,8 @@ pub fn class_of(m: &RawMutex) -> &'static Class {
 /// One contended acquisition in this many does the class's bookkeeping.
 const SAMPLE: u32 = 8;
 
-thread_local! {
-    /// This thread's contended acquisitions under `auto` (wrapping).
-    static TICKS: Cell<u32> = const { Cell::new(0) };
-}
-
 fn tick() -> u32 {
-    TICKS.try_with(Cell::get).unwrap_or(0)
+    crate::thread::contention_tick()
 }
 
 /// How many contended acquisitions the current one stands for in its class's counts: 0
@@ -363,44 +383,36 @@ fn weight(tick: u32) -> u32 {
     }
 }
 
-/// The spin estimate of `m`'s class.
-pub fn estimate(m: &RawMutex) -> u32 {
-    class_of(m).estimate.load(Relaxed)
-}
-
-/// How long a contended acquisition of `m` may spin: as `spin` in spin mode, 0 in sleep
-/// mode except for a probe now and then. Counts the acquisition (the thread's tick).
+/// How long a contended acquisition of `m` may spin: as `spin` (from the mutex's own
+/// estimate) in spin mode, 0 in sleep mode except for a probe now and then. Counts the
+/// acquisition (the thread's tick).
 #[inline(never)]
 pub fn budget(m: &RawMutex) -> u32 {
-    let tick = TICKS
-        .try_with(|t| {
-            let n = t.get().wrapping_add(1);
-            t.set(n);
-            n
-        })
-        .unwrap_or(0);
+    let tick = crate::thread::next_contention_tick();
     let class = class_of(m);
-    let probe = class.mode() == Mode::Sleep
-        && !class.measured.load(Relaxed)
-        && tick % PROBE_EVERY == 0
-        && !class.experimenting();
-    if class.mode() == Mode::Spin || probe {
-        spin::budget_for(class.estimate.load(Relaxed))
+    let spins = match class.mode() {
+        Mode::Spin => true,
+        Mode::Sleep => tick % PROBE_EVERY == 0 && !class.measured() && !class.experimenting(),
+    };
+    if spins {
+        spin::budget_for(m.estimate())
     } else {
         0
     }
 }
 
 /// A spin on `m` ended (`Ok`: won after so many pauses; `Err`: spent so many in vain).
-/// Sampled like the counts; a probe always counts, since probes are rare.
+/// The mutex's estimate learns from every spin, as under `spin`; the class's counts from
+/// the sampled ones, and from every probe, since probes are rare.
 #[inline(never)]
 pub fn learn(m: &RawMutex, outcome: Result<u32, u32>) {
+    let estimate = spin::next_estimate(m.estimate(), outcome.ok());
+    m.set_estimate(estimate);
     let class = class_of(m);
     if weight(tick()) == 0 && class.mode() != Mode::Sleep {
         return;
     }
-    let estimate = class.estimate.load(Relaxed);
-    class.estimate.store(spin::next_estimate(estimate, outcome.ok()), Relaxed);
+    class.counts.estimate.store(estimate, Relaxed);
     let (Ok(pauses) | Err(pauses)) = outcome;
     class.spun(pauses, outcome.is_ok());
 }
@@ -413,9 +425,9 @@ pub fn acquired(m: &RawMutex) {
         return;
     }
     let class = class_of(m);
-    class.served[class.mode() as usize].fetch_add(u64::from(weight), Relaxed);
-    let n = class.contended.load(Relaxed);
-    class.contended.store(n.saturating_add(weight), Relaxed);
+    class.counts.served[class.mode() as usize].fetch_add(u64::from(weight), Relaxed);
+    let n = class.counts.contended.load(Relaxed);
+    class.counts.contended.store(n.saturating_add(weight), Relaxed);
     experiment_step(class);
 }
 
@@ -530,14 +542,14 @@ fn experiment_step(class: &'static Class) {
         }
         return;
     }
-    if class.contended.load(Relaxed) < HOT || class.index() == 0 {
+    if class.counts.contended.load(Relaxed) < HOT || class.index() == 0 {
         return;
     }
     let now = sys::now_ns();
-    let due = class.next_experiment_ns.load(Relaxed);
+    let due = class.counts.next_experiment_ns.load(Relaxed);
     if due == 0 {
         // First time hot: the first experiment comes at once.
-        class.next_experiment_ns.store(now, Relaxed);
+        class.counts.next_experiment_ns.store(now, Relaxed);
     } else if now < due {
         return;
     }
@@ -561,7 +573,7 @@ fn start(class: &'static Class, now: u64) {
 
 fn begin_phase(class: &Class, phase: u32, now: u64) {
     let e = &EXPERIMENT;
-    class.mode.store(phase_mode(phase) as u8, Relaxed);
+    class.policy.mode.store(phase_mode(phase) as u8, Relaxed);
     e.started_ns.store(now, Relaxed);
     e.started_cpu_ns.store(sys::process_cpu_ns(), Relaxed);
     e.started_count.store(count_total(), Relaxed);
@@ -620,36 +632,42 @@ fn clearly_decided(o: &Outcome) -> bool {
     spin * CLEARLY_WORSE.1 < sleep * CLEARLY_WORSE.0 || sleep * CLEARLY_WORSE.1 < spin * CLEARLY_WORSE.0
 }
 
-/// The mode an experiment's outcome chooses: the faster, unless the other is as fast
-/// (within 3%) and cheaper in CPU per acquisition.
+/// The mode an experiment's outcome chooses: of two modes as fast (within 3%), the one
+/// at least 10% cheaper in CPU per acquisition; otherwise spinning, unless sleeping is
+/// clearly (10%) faster. Phases of a millisecond are noisy, and spinning is what wins
+/// where the lock is the bottleneck, so sleeping must show a margin to be chosen.
 pub fn choose(o: &Outcome) -> Mode {
     let [spin, sleep] = o.per_s;
-    let (faster, slower) = if spin >= sleep { (Mode::Spin, Mode::Sleep) } else { (Mode::Sleep, Mode::Spin) };
-    let (best, other) = (spin.max(sleep), spin.min(sleep));
-    let as_fast = other * SAME_THROUGHPUT.1 >= best * SAME_THROUGHPUT.0;
-    if as_fast && o.cpu_ns_per_acq[slower as usize] < o.cpu_ns_per_acq[faster as usize] {
-        slower
+    let [spin_cpu, sleep_cpu] = o.cpu_ns_per_acq;
+    let as_fast = |a: u64, b: u64| a * SAME_THROUGHPUT.1 >= b * SAME_THROUGHPUT.0;
+    let cheaper = |a: u64, b: u64| a * CHEAPER.1 < b * CHEAPER.0;
+    if as_fast(sleep, spin) && cheaper(sleep_cpu, spin_cpu) {
+        Mode::Sleep
+    } else if as_fast(spin, sleep) && cheaper(spin_cpu, sleep_cpu) {
+        Mode::Spin
+    } else if sleep * CLEARLY_FASTER.1 > spin * CLEARLY_FASTER.0 {
+        Mode::Sleep
     } else {
-        faster
+        Mode::Spin
     }
 }
 
 fn decide(class: &Class, o: Outcome, now: u64) {
-    let before = if class.measured.load(Relaxed) { Some(class.mode()) } else { None };
+    let before = if class.policy.measured.load(Relaxed) { Some(class.mode()) } else { None };
     let to = choose(&o);
     // The mode the class had before the experiment is what a trace reader compares
     // with; during the experiment it alternated.
-    class.mode.store(before.unwrap_or(Mode::Spin) as u8, Relaxed);
+    class.policy.mode.store(before.unwrap_or(Mode::Spin) as u8, Relaxed);
     class.set_mode(to, true, &Because::Measured(o));
     let stayed = before == Some(to) || (before.is_none() && to == Mode::Spin);
-    let interval = match class.interval_ns.load(Relaxed) {
+    let interval = match class.counts.interval_ns.load(Relaxed) {
         0 => FIRST_INTERVAL_NS,
         i if stayed => (i * 2).min(MAX_INTERVAL_NS),
         _ => FIRST_INTERVAL_NS,
     };
-    class.interval_ns.store(interval, Relaxed);
-    class.next_experiment_ns.store(now + interval, Relaxed);
-    class.contended.store(0, Relaxed);
+    class.counts.interval_ns.store(interval, Relaxed);
+    class.counts.next_experiment_ns.store(now + interval, Relaxed);
+    class.counts.contended.store(0, Relaxed);
     config::set_measuring(false);
     EXPERIMENT.class.store(0, Release);
 }
@@ -660,8 +678,8 @@ pub fn after_fork_in_child() {
     let running = EXPERIMENT.class.load(Relaxed);
     if running != 0 {
         let class = &TABLE[running as usize - 1];
-        class.mode.store(Mode::Spin as u8, Relaxed);
-        class.measured.store(false, Relaxed);
+        class.policy.mode.store(Mode::Spin as u8, Relaxed);
+        class.policy.measured.store(false, Relaxed);
         config::set_measuring(false);
         EXPERIMENT.phase.store(0, Relaxed);
         EXPERIMENT.class.store(0, Release);
@@ -680,11 +698,15 @@ mod tests {
     fn the_faster_mode_wins_unless_the_other_is_as_fast_and_cheaper() {
         assert_eq!(choose(&outcome(300, 100, 50, 80)), Mode::Spin);
         assert_eq!(choose(&outcome(100, 300, 50, 80)), Mode::Sleep);
-        // As fast (within 3%) and cheaper: the cheaper one.
+        // As fast (within 3%) and at least 10% cheaper: the cheaper one.
         assert_eq!(choose(&outcome(100, 98, 160, 100)), Mode::Sleep);
         assert_eq!(choose(&outcome(98, 100, 100, 160)), Mode::Spin);
         // 5% slower is not as fast, however cheap.
         assert_eq!(choose(&outcome(100, 95, 160, 100)), Mode::Spin);
+        // Sleeping a little faster but dearer: noise, spinning stays.
+        assert_eq!(choose(&outcome(190, 203, 463, 839)), Mode::Spin);
+        // Sleeping clearly faster.
+        assert_eq!(choose(&outcome(100, 125, 100, 100)), Mode::Sleep);
     }
 
     #[test]

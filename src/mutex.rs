@@ -19,7 +19,8 @@
 //! # What this library adds, in bytes glibc leaves alone for these mutex types
 //!
 //! * `__spins`: the adaptive spin estimate (glibc uses it the same way for its adaptive
-//!   type): a moving average of the pause iterations that spinning needed.
+//!   type): a moving average of the pause iterations that spinning needed. Under `auto`
+//!   it holds the mutex's lock class too ([`AUTO_ESTIMATE_BITS`], auto.rs).
 //! * `__elision` (used by glibc only when lock elision is switched on, for its own lock
 //!   code, which never runs on the mutexes served here): the CPU the owner ran on when
 //!   it took the lock, plus one (0: unknown), for the spin policy (spin.rs).
@@ -92,6 +93,14 @@ pub mod kind {
     /// The bits a normal mutex may have (its type is 0).
     pub const PLAIN: i32 = PSHARED | ELISION | NO_ELISION;
 }
+
+/// Under `auto`, `__spins` holds the mutex's class (its high 8 bits: auto.rs's 256
+/// classes) and its spin estimate (its low 8 bits, in pauses). The estimate saturates at
+/// 255, which matters only where the spin limit is raised past 2 × 255 + 64 pauses (about
+/// 17 µs): a budget is twice the estimate plus a floor (spin.rs).
+pub const AUTO_ESTIMATE_BITS: u32 = 8;
+const AUTO_ESTIMATE_MASK: u16 = (1 << AUTO_ESTIMATE_BITS) - 1;
+const _: () = assert!(crate::auto::CLASSES == 1 << (16 - AUTO_ESTIMATE_BITS));
 
 /// Bit 31 of the handoff word's low half: the request has been granted.
 const GRANTED: u32 = 1 << 31;
@@ -186,14 +195,15 @@ impl RawMutex {
         self.kind.store(k, Relaxed);
     }
 
-    /// The class of the mutex under `auto` (auto.rs), kept in `__spins`, where `spin`
-    /// keeps its estimate; 0: none recorded.
+    /// The class of the mutex under `auto` (auto.rs), kept in the high bits of
+    /// `__spins` (see [`AUTO_ESTIMATE_BITS`]); 0: none recorded.
     pub fn class_link(&self) -> u16 {
-        self.spins.load(Relaxed) as u16
+        self.spins.load(Relaxed) as u16 >> AUTO_ESTIMATE_BITS
     }
 
     pub fn set_class_link(&self, class: u16) {
-        self.spins.store(class as i16, Relaxed);
+        let estimate = self.spins.load(Relaxed) as u16 & AUTO_ESTIMATE_MASK;
+        self.spins.store(((class << AUTO_ESTIMATE_BITS) | estimate) as i16, Relaxed);
     }
 
     /// The two words the `kernel` strategy keeps beside a converted mutex's lock word
@@ -535,18 +545,23 @@ impl crate::spin::SpinTarget for RawMutex {
         (self.counts_sleepers() && self.sleepers.load(Relaxed) != 0).then_some(GiveUp::Sleepers)
     }
 
-    /// Under `auto` the estimate is the class's, and `__spins` holds the class.
+    /// Under `auto`, `__spins` holds the class too: the estimate is its low bits.
     fn estimate(&self) -> u32 {
+        let spins = self.spins.load(Relaxed);
         if crate::config::row().learns {
-            return crate::auto::estimate(self);
+            return u32::from(spins as u16 & AUTO_ESTIMATE_MASK);
         }
-        self.spins.load(Relaxed).max(0) as u32
+        spins.max(0) as u32
     }
 
     fn set_estimate(&self, estimate: u32) {
-        if !crate::config::row().learns {
-            self.spins.store(estimate.min(i16::MAX as u32) as i16, Relaxed);
-        }
+        let spins = if crate::config::row().learns {
+            let now = self.spins.load(Relaxed) as u16;
+            (now & !AUTO_ESTIMATE_MASK | estimate.min(u32::from(AUTO_ESTIMATE_MASK)) as u16) as i16
+        } else {
+            estimate.min(i16::MAX as u32) as i16
+        };
+        self.spins.store(spins, Relaxed);
     }
 
     fn budget(&self) -> u32 {

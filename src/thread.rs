@@ -58,6 +58,79 @@ fn set_cached_tid(tid: i32) {
     }
 }
 
+// This thread's count of contended acquisitions under `auto` (auto.rs samples its
+// bookkeeping by it): read and bumped on every contended acquisition, so it lives in
+// static TLS like the thread id.
+#[cfg(target_arch = "x86_64")]
+core::arch::global_asm!(
+    ".pushsection .tbss,\"awT\",@nobits",
+    ".p2align 2",
+    ".globl spinmutex_contention_tick",
+    ".hidden spinmutex_contention_tick",
+    ".type spinmutex_contention_tick, @object",
+    ".size spinmutex_contention_tick, 4",
+    "spinmutex_contention_tick:",
+    ".zero 4",
+    ".popsection",
+);
+
+/// This thread's contended acquisitions under `auto` so far (wrapping).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn contention_tick() -> u32 {
+    let tick: u32;
+    // SAFETY: reads this thread's own 4-byte TLS slot defined above.
+    unsafe {
+        core::arch::asm!(
+            "mov {off}, qword ptr [rip + spinmutex_contention_tick@GOTTPOFF]",
+            "mov {tick:e}, dword ptr fs:[{off}]",
+            off = out(reg) _,
+            tick = out(reg) tick,
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    tick
+}
+
+/// Counts one more contended acquisition; the new count.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn next_contention_tick() -> u32 {
+    let tick = contention_tick().wrapping_add(1);
+    // SAFETY: writes this thread's own 4-byte TLS slot defined above.
+    unsafe {
+        core::arch::asm!(
+            "mov {off}, qword ptr [rip + spinmutex_contention_tick@GOTTPOFF]",
+            "mov dword ptr fs:[{off}], {tick:e}",
+            off = out(reg) _,
+            tick = in(reg) tick,
+            options(nostack, preserves_flags),
+        );
+    }
+    tick
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+thread_local! {
+    static CONTENTION_TICK: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub fn contention_tick() -> u32 {
+    CONTENTION_TICK.try_with(|t| t.get()).unwrap_or(0)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub fn next_contention_tick() -> u32 {
+    CONTENTION_TICK
+        .try_with(|t| {
+            let n = t.get().wrapping_add(1);
+            t.set(n);
+            n
+        })
+        .unwrap_or(0)
+}
+
 /// A line of output that this thread is formatting (a trace event). It lives in static
 /// TLS rather than on the stack: tracing runs inside the program's lock calls, on
 /// whatever stack the calling thread has, which may be small.
