@@ -21,8 +21,8 @@
 //!    ends with the lock saved a sleep and a wake-up, two system calls and two context
 //!    switches, worth one futex sleep-and-wake round trip (the spin limit); every pause
 //!    spun, won or not, is CPU spent. A class in spin mode whose last [`SPIN_WINDOW`]
-//!    spins spent more than their wins saved goes to sleep mode (a lock held across I/O
-//!    or a long computation). In sleep mode every [`PROBE_EVERY`]th contended
+//!    spins spent more than their wins saved, and won rarely ([`RARE_WINS`]), goes to
+//!    sleep mode (a lock held across I/O or a long computation). In sleep mode every [`PROBE_EVERY`]th contended
 //!    acquisition of a thread spins anyway, as a probe; when [`PROBE_WINDOW`] probes
 //!    would have saved twice what they spent, the class spins again (the workload
 //!    changed; the factor keeps a class on the boundary from flapping).
@@ -34,7 +34,8 @@
 //!    races can still keep a lock busy that would otherwise sit idle while its next
 //!    owner wakes), so every class with contention runs an A/B experiment of its own,
 //!    the first as soon as it has had [`HOT`] contended acquisitions: [`ROUNDS`] rounds of one phase in each mode
-//!    (order alternating), each phase at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`]
+//!    (order alternating), each phase settling for [`SETTLE_NS`] (the waiters of the
+//!    mode before still wait its way) and then measuring at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`]
 //!    acquisitions long, counting the class's acquisitions (all of them, not only the
 //!    contended ones) and the process's CPU time. Phases are short, since the phase in
 //!    the worse mode costs the program throughput. The mode with the higher throughput
@@ -85,7 +86,12 @@ const PROBES: usize = 16;
 
 /// Spins (sampled) in spin mode over which their economics are judged.
 const SPIN_WINDOW: u32 = 64;
-/// In sleep mode, one contended acquisition of a thread in this many spins as a probe.
+/// Spins leave a class in spin mode only if fewer than this share (1/16) of them win:
+/// on a lock that is the bottleneck, spins that lose races still keep it busy, and the
+/// experiments judge those.
+const RARE_WINS: (u32, u32) = (1, 16);
+/// In sleep mode, one contended acquisition of a thread in this many spins as a probe
+/// (a multiple of [`SAMPLE`]: every probe is sampled).
 const PROBE_EVERY: u32 = 32;
 /// Probes over which sleep mode is judged.
 const PROBE_WINDOW: u32 = 8;
@@ -95,6 +101,8 @@ const ROUNDS: u32 = 3;
 /// Shortest phase of an experiment: short, since the phase in the worse mode costs
 /// the program throughput.
 const PHASE_NS: u64 = 1_000_000;
+/// Time a phase runs in its mode before it starts to measure.
+const SETTLE_NS: u64 = 500_000;
 /// Fewest acquisitions of the class in a phase, so that a slow lock's phase still
 /// measures something; a phase never lasts longer than [`PHASE_MAX_NS`].
 const PHASE_ACQUISITIONS: u64 = 1_000;
@@ -263,7 +271,7 @@ impl Class {
         let wins = self.counts.wins.load(Relaxed);
         let (spent_ns, saved_ns) = spin_economics(self.counts.spent.load(Relaxed), wins);
         match self.mode() {
-            Mode::Spin if spent_ns > saved_ns => {
+            Mode::Spin if spent_ns > saved_ns && wins * RARE_WINS.1 < n * RARE_WINS.0 => {
                 self.set_mode(Mode::Sleep, false, &Because::SpinsLose { wins, spins: n, spent_ns, saved_ns });
             }
             Mode::Sleep if 2 * spent_ns < saved_ns => {
@@ -403,15 +411,16 @@ pub fn budget(m: &RawMutex) -> u32 {
 
 /// A spin on `m` ended (`Ok`: won after so many pauses; `Err`: spent so many in vain).
 /// The mutex's estimate learns from every spin, as under `spin`; the class's counts from
-/// the sampled ones, and from every probe, since probes are rare.
+/// the sampled ones (every probe among them).
 #[inline(never)]
 pub fn learn(m: &RawMutex, outcome: Result<u32, u32>) {
     let estimate = spin::next_estimate(m.estimate(), outcome.ok());
     m.set_estimate(estimate);
-    let class = class_of(m);
-    if weight(tick()) == 0 && class.mode() != Mode::Sleep {
+    // A probe's tick is a multiple of PROBE_EVERY, so it is always sampled.
+    if weight(tick()) == 0 {
         return;
     }
+    let class = class_of(m);
     class.counts.estimate.store(estimate, Relaxed);
     let (Ok(pauses) | Err(pauses)) = outcome;
     class.spun(pauses, outcome.is_ok());
@@ -466,7 +475,9 @@ struct Experiment {
     class: AtomicU32,
     /// The phase running: rounds × 2; set to `u32::MAX` while one thread ends a phase.
     phase: AtomicU32,
+    /// When the phase began, then (once settled) when its measure began.
     started_ns: AtomicU64,
+    settled: AtomicBool,
     started_cpu_ns: AtomicU64,
     started_count: AtomicU64,
     /// Totals per mode.
@@ -479,6 +490,7 @@ static EXPERIMENT: Experiment = Experiment {
     class: AtomicU32::new(0),
     phase: AtomicU32::new(0),
     started_ns: AtomicU64::new(0),
+    settled: AtomicBool::new(false),
     started_cpu_ns: AtomicU64::new(0),
     started_count: AtomicU64::new(0),
     acquisitions: [AtomicU64::new(0), AtomicU64::new(0)],
@@ -571,13 +583,25 @@ fn start(class: &'static Class, now: u64) {
     config::set_measuring(true);
 }
 
+/// Switches the class to the phase's mode. What the phase measures starts only after
+/// [`SETTLE_NS`]: the waiters of the mode before (asleep, or spinning) are still waiting
+/// its way, and would be counted to the new one.
 fn begin_phase(class: &Class, phase: u32, now: u64) {
     let e = &EXPERIMENT;
     class.policy.mode.store(phase_mode(phase) as u8, Relaxed);
     e.started_ns.store(now, Relaxed);
+    e.settled.store(false, Relaxed);
+    e.phase.store(phase, Release);
+}
+
+/// The phase has settled: its measure starts now (called by the thread that holds the
+/// phase word).
+fn start_measure(now: u64) {
+    let e = &EXPERIMENT;
+    e.started_ns.store(now, Relaxed);
     e.started_cpu_ns.store(sys::process_cpu_ns(), Relaxed);
     e.started_count.store(count_total(), Relaxed);
-    e.phase.store(phase, Release);
+    e.settled.store(true, Relaxed);
 }
 
 /// Ends the running phase if it has lasted long enough; the thread that ends it
@@ -589,6 +613,13 @@ fn advance(class: &Class, now: u64) {
         return;
     }
     let elapsed = now.saturating_sub(e.started_ns.load(Relaxed));
+    if !e.settled.load(Relaxed) {
+        if elapsed >= SETTLE_NS && e.phase.compare_exchange(phase, u32::MAX, Acquire, Relaxed).is_ok() {
+            start_measure(now);
+            e.phase.store(phase, Release);
+        }
+        return;
+    }
     if elapsed < PHASE_NS {
         return; // the common case, decided without reading the stripes
     }
