@@ -23,7 +23,7 @@
 # Usage: scripts/glibc-tests.sh [--lib PATH] [--configs LIST] [--jobs N] [--only REGEX]
 #                               [--cache DIR] [--list]
 #   --lib      the preload library (default target/release/libspinmutex.so)
-#   --configs  comma-separated, from: glibc futex spin kernel fair stats
+#   --configs  comma-separated, from: glibc futex spin kernel auto fair stats
 #              (default: all six; "none", the run without the preload, always runs)
 #   --jobs     tests run at once (default 4: most of them sleep)
 #   --only     run only the tests whose name matches this extended regex
@@ -100,8 +100,8 @@ done
 read -r -a CONFIG_LIST <<<"${CONFIGS//,/ }"
 for c in "${CONFIG_LIST[@]}"; do
     case "$c" in
-    glibc | futex | spin | kernel | fair | stats) ;;
-    *) echo "glibc-tests: unknown configuration $c (glibc futex spin kernel fair stats)" >&2; exit 2 ;;
+    glibc | futex | spin | kernel | auto | fair | stats) ;;
+    *) echo "glibc-tests: unknown configuration $c (glibc futex spin kernel auto fair stats)" >&2; exit 2 ;;
     esac
 done
 if [ "$LIST_ONLY" -eq 0 ] && [ ! -f "$LIB" ]; then

@@ -3,55 +3,47 @@
 //! Whether spinning pays is a property of a lock and of the machine at the moment, so
 //! the decision is made per *class*: every mutex made by one `pthread_mutex_init` call
 //! site (its return address), or, for a mutex that was never initialised by a call
-//! (`PTHREAD_MUTEX_INITIALIZER`), the mutex itself. A new mutex of a known class
-//! starts with what its class has learned.
+//! (`PTHREAD_MUTEX_INITIALIZER`), the mutex itself. A new mutex of a known class starts
+//! in its class's mode, with the spin estimate its class's mutexes last learned.
 //!
 //! # What a class decides
 //!
-//! A class is in one of two modes: **spin** (spin as `spin` does, for a budget learned
-//! from the spins of all its mutexes, then sleep) or **sleep** (sleep at once, as
-//! `futex`). Handoffs to starving sleepers stay on in both (they act only when a sleeper
-//! keeps losing the lock, and cost nothing otherwise). Everything else that stops a
-//! spin under `spin` stops it here too: the owner not running, the spinner preempted,
-//! a process that cannot run two threads at once (affinity, CPU quota).
+//! A class is in one of two modes: **spin** (as `spin`: each mutex spins for a budget
+//! from its own estimate, then sleeps) or **sleep** (sleep at once, as `futex`).
+//! Handoffs to starving sleepers stay on in both (they act only when a sleeper keeps
+//! losing the lock). Everything else that stops a spin under `spin` stops it here too:
+//! the owner not running, the spinner preempted, a process that cannot run two threads
+//! at once (affinity, CPU quota). Two measurements move a class between the modes:
 //!
-//! Two measurements move a class between the modes:
+//! 1. **Do spins pay for themselves?** A spin that wins saves a sleep and a wake-up,
+//!    worth one futex round trip (the spin limit); every pause spun costs CPU. A class
+//!    whose last [`SPIN_WINDOW`] spins cost more than they saved, and won rarely
+//!    ([`RARE_WINS`]), goes to sleep mode (a lock held across I/O or a long computation).
+//!    In sleep mode one contended acquisition of a thread in [`PROBE_EVERY`] spins as a
+//!    probe; when [`PROBE_WINDOW`] probes would have saved twice what they cost, the
+//!    class spins again (the factor keeps a class on the boundary from flapping).
 //!
-//! 1. **Do spins win?** (every contended acquisition, no clock needed.) A spin that
-//!    ends with the lock saved a sleep and a wake-up, two system calls and two context
-//!    switches, worth one futex sleep-and-wake round trip (the spin limit); every pause
-//!    spun, won or not, is CPU spent. A class in spin mode whose last [`SPIN_WINDOW`]
-//!    spins spent more than their wins saved, and won rarely ([`RARE_WINS`]), goes to
-//!    sleep mode (a lock held across I/O or a long computation). In sleep mode every [`PROBE_EVERY`]th contended
-//!    acquisition of a thread spins anyway, as a probe; when [`PROBE_WINDOW`] probes
-//!    would have saved twice what they spent, the class spins again (the workload
-//!    changed; the factor keeps a class on the boundary from flapping).
+//! 2. **Does spinning raise throughput?** Spins can win and still buy nothing when the
+//!    lock is not the bottleneck (a sleeping waiter then costs no throughput, a spinning
+//!    one a CPU), and spins that lose races can still keep a lock busy that would sit
+//!    idle while its next owner wakes. Only the class's throughput tells, so a class
+//!    runs an A/B experiment of its own, the first once it has had [`HOT`] contended
+//!    acquisitions: [`ROUNDS`] rounds of one phase per mode (order alternating), each
+//!    settling for [`SETTLE_NS`] (the waiters of the mode before still wait its way),
+//!    then measuring for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the class's
+//!    acquisitions (all of them, not only the contended ones) and the process's CPU
+//!    time. Phases are short, since the phase in the worse mode costs throughput; an
+//!    experiment whose first two rounds leave no doubt stops there. [`choose`] says
+//!    which mode wins. The decision holds until the next experiment (the spin economics
+//!    of 1. only move a class no experiment has judged), which comes
+//!    [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision stands, up
+//!    to [`MAX_INTERVAL_NS`].
 //!
-//! 2. **Does spinning raise throughput?** (an experiment, now and then.) Spins can win
-//!    every time and still buy nothing: when the lock is not the bottleneck, a sleeping
-//!    waiter costs the program no throughput, while a spinning one costs a CPU. Only a
-//!    measurement of the class's throughput tells the two apart (and spins that lose
-//!    races can still keep a lock busy that would otherwise sit idle while its next
-//!    owner wakes), so every class with contention runs an A/B experiment of its own,
-//!    the first as soon as it has had [`HOT`] contended acquisitions: [`ROUNDS`] rounds of one phase in each mode
-//!    (order alternating), each phase settling for [`SETTLE_NS`] (the waiters of the
-//!    mode before still wait its way) and then measuring at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`]
-//!    acquisitions long, counting the class's acquisitions (all of them, not only the
-//!    contended ones) and the process's CPU time. Phases are short, since the phase in
-//!    the worse mode costs the program throughput. The mode with the higher throughput
-//!    wins, unless the other is within [`SAME_THROUGHPUT`] of it and needs less CPU per
-//!    acquisition; that decision holds until the next experiment (the spin economics of
-//!    1. only move a class no experiment has judged yet). An experiment whose first two
-//!    rounds leave no doubt stops there. The next
-//!    one comes [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision
-//!    stands, up to [`MAX_INTERVAL_NS`], so a program in a steady phase pays for almost
-//!    no exploration, and a changed one is noticed within seconds.
-//!
-//! While an experiment runs, every lock call takes the general path (a bit of
+//! While an experiment runs, every mutex call takes the general path (a bit of
 //! `config::fast_path_off`, the word the fast path already tests), which counts the
 //! experimenting class's acquisitions in per-CPU stripes. One class experiments at a
-//! time, so that the process's CPU time is the class's own as far as it can be: with
-//! several hot classes at once, the others' CPU is noise in each experiment.
+//! time, so that the process's CPU time is its own as far as it can be: with several
+//! hot classes at once, the others' CPU is noise in each experiment.
 //!
 //! Every change of mode is a trace event (`policy`, with the class, both modes and the
 //! measurements behind it), and the statistics report shows each class's mode and how
@@ -59,18 +51,15 @@
 //!
 //! # Where the class is kept
 //!
-//! Under `auto` a mutex's `__spins` (which holds the spin estimate under `spin`) holds
-//! its class too: an index into a fixed table of [`CLASSES`] entries in its high 8 bits,
-//! beside the estimate in its low 8 (mutex.rs). The estimate stays in the
-//! mutex, on the line the waiters read anyway; a new mutex of a class starts from the
-//! estimate the class's mutexes last learned. Only private mutexes of the normal,
-//! recursive and error-checking types keep the class there: glibc's condition variables write their own
-//! estimate into an adaptive mutex's `__spins`, and in a process-shared mutex an index
-//! would mean another class in each process. Those, and mutexes whose `__spins` was
-//! never set (static initialisers), are classed by their address, which is looked up
-//! once and then kept. A class that finds no room in the table shares entry 0, which
-//! learns for all of them. Nothing here is on the uncontended path: the class is read
-//! after the first failed attempt.
+//! Under `auto` a mutex's `__spins` holds its class in its high 8 bits (an index into a
+//! fixed table of [`CLASSES`] entries) beside its spin estimate in its low 8 (mutex.rs),
+//! for private mutexes of the normal, recursive and error-checking types. glibc's
+//! condition variables write their own estimate into an adaptive mutex's `__spins`, and
+//! in a process-shared mutex an index would mean another class in each process: those,
+//! and mutexes whose `__spins` was never set (static initialisers), are classed by their
+//! address. A class that finds no room in the table shares entry 0, which learns for
+//! all of them. Nothing here is on the uncontended path: the class is read after the
+//! first failed attempt.
 
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
@@ -384,7 +373,7 @@ fn tick() -> u32 {
 fn weight(tick: u32) -> u32 {
     if observe::stats_on() {
         1
-    } else if tick % SAMPLE == 0 {
+    } else if tick.is_multiple_of(SAMPLE) {
         SAMPLE
     } else {
         0
@@ -400,7 +389,7 @@ pub fn budget(m: &RawMutex) -> u32 {
     let class = class_of(m);
     let spins = match class.mode() {
         Mode::Spin => true,
-        Mode::Sleep => tick % PROBE_EVERY == 0 && !class.measured() && !class.experimenting(),
+        Mode::Sleep => tick.is_multiple_of(PROBE_EVERY) && !class.measured() && !class.experimenting(),
     };
     if spins {
         spin::budget_for(m.estimate())
@@ -513,8 +502,8 @@ fn count_total() -> u64 {
 
 /// The mode phase `phase` of an experiment measures: rounds alternate which goes first.
 fn phase_mode(phase: u32) -> Mode {
-    let first = if (phase / 2) % 2 == 0 { Mode::Spin } else { Mode::Sleep };
-    if phase % 2 == 0 {
+    let first = if (phase / 2).is_multiple_of(2) { Mode::Spin } else { Mode::Sleep };
+    if phase.is_multiple_of(2) {
         first
     } else {
         first.other()
@@ -637,7 +626,7 @@ fn advance(class: &Class, now: u64) {
     e.cpu_ns[m].fetch_add(cpu, Relaxed);
     let next = phase + 1;
     let outcome = outcome();
-    let clear = next % 2 == 0 && next >= 4 && clearly_decided(&outcome);
+    let clear = next.is_multiple_of(2) && next >= 4 && clearly_decided(&outcome);
     if next < 2 * ROUNDS && !clear {
         begin_phase(class, next, now);
         return;

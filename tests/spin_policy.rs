@@ -116,7 +116,7 @@ fn half_a_cpu_means_no_spinning() {
 fn auto_run() -> (String, serde_json::Value) {
     let dir = scratch();
     let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
-    let mut cmd = preloaded(&c_test("auto_classes"), Some("auto"));
+    let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
     cmd.env("SPINMUTEX_TRACE", "spinmutex=info")
         .env("SPINMUTEX_TRACE_FILE", &trace)
         .env("SPINMUTEX_STATS", "json")
