@@ -205,9 +205,11 @@ fn handoff_never_strands_a_lock_with_a_signalled_thread() {
 // ---------------------------------------------------------------------------------
 // 5. Stack.
 
-/// The lock path (mutexes and rwlocks) with tracing on, and the report signal's handler
-/// (listing a mutex and an rwlock), each take well under 1 KiB of the caller's stack; a
-/// PTHREAD_STACK_MIN thread survives them.
+/// The lock path (mutexes and rwlocks) with tracing on takes at most 1,152 bytes of the
+/// caller's stack, and the report signal's handler (listing a mutex and an rwlock) at
+/// most 1 KiB; a PTHREAD_STACK_MIN thread survives them. (The lock path's bound allows
+/// for the first trace event of a call site, which registers it with `tracing`: about
+/// 1,064 bytes since the profiles unwind on panic, whose landing pads take frame space.)
 fn lock_path_and_report_handler_fit_in_a_small_stack() {
     let dir = scratch();
     let trace = dir.path().join("trace.log");
@@ -228,7 +230,8 @@ fn lock_path_and_report_handler_fit_in_a_small_stack() {
     for strategy in STRATEGIES {
         for (mode, env) in &runs {
             let mut cmd = preloaded(c_test("stack_depth"), Some(strategy));
-            cmd.args([mode, "1024"]).envs(env.iter().copied());
+            let limit = if *mode == "handler" { "1024" } else { "1152" };
+            cmd.args([mode, limit]).envs(env.iter().copied());
             let o = run_bounded(cmd, LIMIT);
             assert!(
                 o.success(),
