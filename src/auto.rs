@@ -17,27 +17,33 @@
 //!
 //! 1. **Do spins pay for themselves?** A spin that wins saves a sleep and a wake-up,
 //!    worth one futex round trip (the spin limit); every pause spun costs CPU. A class
-//!    whose last [`SPIN_WINDOW`] spins cost more than they saved, and won rarely
-//!    ([`RARE_WINS`]), goes to sleep mode (a lock held across I/O or a long computation).
+//!    whose last [`SPIN_WINDOW`] spins cost at least what they saved, and won rarely
+//!    ([`RARE_WINS`]), goes to sleep mode (a lock held across I/O or a long computation;
+//!    spins that won nothing saved nothing, even those a stopped owner cut short).
 //!    In sleep mode one contended acquisition of a thread in [`PROBE_EVERY`] spins as a
-//!    probe; when [`PROBE_WINDOW`] probes would have saved twice what they cost, the
-//!    class spins again (the factor keeps a class on the boundary from flapping).
+//!    probe; when [`PROBE_WINDOW`] probes won often ([`PROBES_WIN`]) and would have
+//!    saved twice what they cost, the class spins again (the margins keep a class on
+//!    the boundary from flapping).
 //!
 //! 2. **Does spinning raise throughput?** Spins can win and still buy nothing when the
 //!    lock is not the bottleneck (a sleeping waiter then costs no throughput, a spinning
 //!    one a CPU), and spins that lose races can still keep a lock busy that would sit
 //!    idle while its next owner wakes. Only the class's throughput tells, so a class
 //!    runs an A/B experiment of its own, the first once it has had [`HOT`] contended
-//!    acquisitions: [`ROUNDS`] rounds of one phase per mode (order alternating), each
-//!    settling for [`SETTLE_NS`] (the waiters of the mode before still wait its way),
-//!    then measuring for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the class's
-//!    acquisitions (all of them, not only the contended ones) and the process's CPU
-//!    time. Phases are short, since the phase in the worse mode costs throughput; an
-//!    experiment whose first two rounds leave no doubt stops there. [`choose`] says
-//!    which mode wins. The decision holds until the next experiment (the spin economics
-//!    of 1. only move a class no experiment has judged), which comes
+//!    acquisitions and the economics of 1. have judged its spins once: [`ROUNDS`]
+//!    rounds of one phase per mode (order alternating), each settling for
+//!    [`SETTLE_NS`] (the waiters of the mode before still wait its way), then measuring
+//!    for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the class's acquisitions
+//!    (all of them, not only the contended ones) and the process's CPU time. Phases
+//!    are short, since the phase in the worse mode costs throughput; an experiment
+//!    whose first two rounds leave no doubt stops there. [`choose`] says which mode
+//!    wins: the class's mode stands unless the other is clearly better, since the
+//!    process's CPU time also holds other classes' work. The decision holds until the
+//!    next experiment (the economics of 1. move only a class no experiment has judged:
+//!    spins that all lose races can still be what keeps a lock busy), which comes
 //!    [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision stands, up
-//!    to [`MAX_INTERVAL_NS`].
+//!    to [`MAX_INTERVAL_NS`], but never sooner than [`INTERVAL_PER_EXPERIMENT`] times
+//!    as long as the last one took.
 //!
 //! While an experiment runs, every mutex call takes the general path (a bit of
 //! `config::fast_path_off`, the word the fast path already tests), which counts the
@@ -83,7 +89,11 @@ const RARE_WINS: (u32, u32) = (1, 16);
 /// (a multiple of [`SAMPLE`]: every probe is sampled).
 const PROBE_EVERY: u32 = 32;
 /// Probes over which sleep mode is judged.
-const PROBE_WINDOW: u32 = 8;
+const PROBE_WINDOW: u32 = 16;
+/// Probes bring a class back to spin mode only if at least this share (1/8) of them
+/// win: twice the share below which spins send it away, so that a class on the
+/// boundary does not flap between the modes.
+const PROBES_WIN: (u32, u32) = (1, 8);
 
 /// Rounds of an experiment (each one phase per mode).
 const ROUNDS: u32 = 3;
@@ -95,13 +105,13 @@ const SETTLE_NS: u64 = 500_000;
 /// Fewest acquisitions of the class in a phase, so that a slow lock's phase still
 /// measures something; a phase never lasts longer than [`PHASE_MAX_NS`].
 const PHASE_ACQUISITIONS: u64 = 1_000;
-const PHASE_MAX_NS: u64 = 100_000_000;
+const PHASE_MAX_NS: u64 = 20_000_000;
 /// Throughputs this close (3%) count as the same; CPU per acquisition then decides, if
 /// one mode is [`CHEAPER`].
 const SAME_THROUGHPUT: (u64, u64) = (97, 100);
 /// At least 10% less CPU per acquisition.
 const CHEAPER: (u64, u64) = (90, 100);
-/// Sleeping must be this much (10%) faster to be chosen for its throughput.
+/// The other mode must be this much (10%) faster to be chosen for its throughput.
 const CLEARLY_FASTER: (u64, u64) = (110, 100);
 /// From the second round on, a mode below this share of the other's throughput (80%)
 /// has lost: the experiment stops early.
@@ -109,6 +119,9 @@ const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
 const HOT: u32 = 64;
 const FIRST_INTERVAL_NS: u64 = 250_000_000;
+/// The next experiment waits at least this many times as long as the last one took, so
+/// that a slow lock's long phases cost it at most a tenth of its time.
+const INTERVAL_PER_EXPERIMENT: u64 = 10;
 const MAX_INTERVAL_NS: u64 = 8_000_000_000;
 
 /// A class's mode.
@@ -174,6 +187,9 @@ struct Counts {
     spent: AtomicU32,
     /// Contended acquisitions since the last experiment (saturating).
     contended: AtomicU32,
+    /// A window of spins (or probes) has been judged: the class's mode says what its
+    /// spins are worth, and an experiment can start from it.
+    judged: AtomicBool,
     next_experiment_ns: AtomicU64,
     interval_ns: AtomicU64,
     /// Contended acquisitions served in each mode.
@@ -195,6 +211,7 @@ impl Class {
                 wins: AtomicU32::new(0),
                 spent: AtomicU32::new(0),
                 contended: AtomicU32::new(0),
+                judged: AtomicBool::new(false),
                 next_experiment_ns: AtomicU64::new(0),
                 interval_ns: AtomicU64::new(0),
                 served: [AtomicU64::new(0), AtomicU64::new(0)],
@@ -206,7 +223,15 @@ impl Class {
         self.policy.key.load(Relaxed)
     }
 
+    /// The class's mode; while it experiments, the mode it had before (the phases'
+    /// modes are not decisions).
     pub fn mode(&self) -> Mode {
+        let mode = if self.experimenting() { &EXPERIMENT.before } else { &self.policy.mode };
+        Mode::from_u8(mode.load(Relaxed))
+    }
+
+    /// The mode its contended acquisitions wait in now: an experiment's phase's mode.
+    fn waiting_mode(&self) -> Mode {
         Mode::from_u8(self.policy.mode.load(Relaxed))
     }
 
@@ -243,14 +268,16 @@ impl Class {
     /// One spin (or probe) ended, after `pauses`, won or not: judges the window when it
     /// is full.
     fn spun(&self, pauses: u32, won: bool) {
+        if self.experimenting() || self.measured() {
+            return; // the experiment's decision stands
+        }
         if won {
             self.counts.wins.fetch_add(1, Relaxed);
         }
         let spent = self.counts.spent.load(Relaxed);
         self.counts.spent.store(spent.saturating_add(pauses), Relaxed);
         let n = self.counts.spins.fetch_add(1, Relaxed) + 1;
-        let window = match self.mode() {
-            _ if self.experimenting() => return,
+        let window = match self.waiting_mode() {
             Mode::Spin => SPIN_WINDOW,
             Mode::Sleep => PROBE_WINDOW,
         };
@@ -259,11 +286,12 @@ impl Class {
         }
         let wins = self.counts.wins.load(Relaxed);
         let (spent_ns, saved_ns) = spin_economics(self.counts.spent.load(Relaxed), wins);
-        match self.mode() {
-            Mode::Spin if spent_ns > saved_ns && wins * RARE_WINS.1 < n * RARE_WINS.0 => {
+        self.counts.judged.store(true, Relaxed);
+        match self.waiting_mode() {
+            Mode::Spin if spent_ns >= saved_ns && wins * RARE_WINS.1 < n * RARE_WINS.0 => {
                 self.set_mode(Mode::Sleep, false, &Because::SpinsLose { wins, spins: n, spent_ns, saved_ns });
             }
-            Mode::Sleep if 2 * spent_ns < saved_ns => {
+            Mode::Sleep if 2 * spent_ns < saved_ns && wins * PROBES_WIN.1 >= n * PROBES_WIN.0 => {
                 self.set_mode(Mode::Spin, false, &Because::ProbesWin { wins, probes: n, spent_ns, saved_ns });
             }
             _ => self.new_window(),
@@ -387,7 +415,7 @@ fn weight(tick: u32) -> u32 {
 pub fn budget(m: &RawMutex) -> u32 {
     let tick = crate::thread::next_contention_tick();
     let class = class_of(m);
-    let spins = match class.mode() {
+    let spins = match class.waiting_mode() {
         Mode::Spin => true,
         Mode::Sleep => tick.is_multiple_of(PROBE_EVERY) && !class.measured() && !class.experimenting(),
     };
@@ -423,7 +451,7 @@ pub fn acquired(m: &RawMutex) {
         return;
     }
     let class = class_of(m);
-    class.counts.served[class.mode() as usize].fetch_add(u64::from(weight), Relaxed);
+    class.counts.served[class.waiting_mode() as usize].fetch_add(u64::from(weight), Relaxed);
     let n = class.counts.contended.load(Relaxed);
     class.counts.contended.store(n.saturating_add(weight), Relaxed);
     experiment_step(class);
@@ -462,6 +490,9 @@ pub struct Outcome {
 struct Experiment {
     /// The experimenting class's index plus one; 0: none.
     class: AtomicU32,
+    /// The class's mode before the experiment, and when it began.
+    before: AtomicU8,
+    began_ns: AtomicU64,
     /// The phase running: rounds × 2; set to `u32::MAX` while one thread ends a phase.
     phase: AtomicU32,
     /// When the phase began, then (once settled) when its measure began.
@@ -477,6 +508,8 @@ struct Experiment {
 
 static EXPERIMENT: Experiment = Experiment {
     class: AtomicU32::new(0),
+    before: AtomicU8::new(0),
+    began_ns: AtomicU64::new(0),
     phase: AtomicU32::new(0),
     started_ns: AtomicU64::new(0),
     settled: AtomicBool::new(false),
@@ -543,7 +576,8 @@ fn experiment_step(class: &'static Class) {
         }
         return;
     }
-    if class.counts.contended.load(Relaxed) < HOT || class.index() == 0 {
+    if class.counts.contended.load(Relaxed) < HOT || !class.counts.judged.load(Relaxed) || class.index() == 0
+    {
         return;
     }
     let now = sys::now_ns();
@@ -563,6 +597,8 @@ fn start(class: &'static Class, now: u64) {
     if e.class.compare_exchange(0, class.index() as u32 + 1, Acquire, Relaxed).is_err() {
         return;
     }
+    e.before.store(class.policy.mode.load(Relaxed), Relaxed);
+    e.began_ns.store(now, Relaxed);
     for m in 0..2 {
         e.acquisitions[m].store(0, Relaxed);
         e.wall_ns[m].store(0, Relaxed);
@@ -652,41 +688,39 @@ fn clearly_decided(o: &Outcome) -> bool {
     spin * CLEARLY_WORSE.1 < sleep * CLEARLY_WORSE.0 || sleep * CLEARLY_WORSE.1 < spin * CLEARLY_WORSE.0
 }
 
-/// The mode an experiment's outcome chooses: of two modes as fast (within 3%), the one
-/// at least 10% cheaper in CPU per acquisition; otherwise spinning, unless sleeping is
-/// clearly (10%) faster. Phases of a millisecond are noisy, and spinning is what wins
-/// where the lock is the bottleneck, so sleeping must show a margin to be chosen.
-pub fn choose(o: &Outcome) -> Mode {
-    let [spin, sleep] = o.per_s;
-    let [spin_cpu, sleep_cpu] = o.cpu_ns_per_acq;
-    let as_fast = |a: u64, b: u64| a * SAME_THROUGHPUT.1 >= b * SAME_THROUGHPUT.0;
-    let cheaper = |a: u64, b: u64| a * CHEAPER.1 < b * CHEAPER.0;
-    if as_fast(sleep, spin) && cheaper(sleep_cpu, spin_cpu) {
-        Mode::Sleep
-    } else if as_fast(spin, sleep) && cheaper(spin_cpu, sleep_cpu) {
-        Mode::Spin
-    } else if sleep * CLEARLY_FASTER.1 > spin * CLEARLY_FASTER.0 {
-        Mode::Sleep
+/// The mode an experiment's outcome chooses for a class in mode `now`: the other mode
+/// if it is as fast (within 3%) and at least 10% cheaper in CPU per acquisition, or
+/// clearly (10%) faster; otherwise `now`. Phases of a millisecond are noisy, and the
+/// process's CPU time holds other classes' work too, so a change must show a margin;
+/// `now` is what the spins' own economics chose.
+pub fn choose(o: &Outcome, now: Mode) -> Mode {
+    let (i, j) = (now as usize, now.other() as usize);
+    let as_fast = o.per_s[j] * SAME_THROUGHPUT.1 >= o.per_s[i] * SAME_THROUGHPUT.0;
+    let cheaper = o.cpu_ns_per_acq[j] * CHEAPER.1 < o.cpu_ns_per_acq[i] * CHEAPER.0;
+    let faster = o.per_s[j] * CLEARLY_FASTER.1 > o.per_s[i] * CLEARLY_FASTER.0;
+    if (as_fast && cheaper) || faster {
+        now.other()
     } else {
-        Mode::Spin
+        now
     }
 }
 
 fn decide(class: &Class, o: Outcome, now: u64) {
-    let before = if class.policy.measured.load(Relaxed) { Some(class.mode()) } else { None };
-    let to = choose(&o);
+    let before = Mode::from_u8(EXPERIMENT.before.load(Relaxed));
+    let to = choose(&o, before);
     // The mode the class had before the experiment is what a trace reader compares
     // with; during the experiment it alternated.
-    class.policy.mode.store(before.unwrap_or(Mode::Spin) as u8, Relaxed);
+    class.policy.mode.store(before as u8, Relaxed);
     class.set_mode(to, true, &Because::Measured(o));
-    let stayed = before == Some(to) || (before.is_none() && to == Mode::Spin);
+    let stayed = before == to;
     let interval = match class.counts.interval_ns.load(Relaxed) {
         0 => FIRST_INTERVAL_NS,
         i if stayed => (i * 2).min(MAX_INTERVAL_NS),
         _ => FIRST_INTERVAL_NS,
     };
     class.counts.interval_ns.store(interval, Relaxed);
-    class.counts.next_experiment_ns.store(now + interval, Relaxed);
+    let took = now.saturating_sub(EXPERIMENT.began_ns.load(Relaxed));
+    class.counts.next_experiment_ns.store(now + interval.max(INTERVAL_PER_EXPERIMENT * took), Relaxed);
     class.counts.contended.store(0, Relaxed);
     config::set_measuring(false);
     EXPERIMENT.class.store(0, Release);
@@ -698,8 +732,7 @@ pub fn after_fork_in_child() {
     let running = EXPERIMENT.class.load(Relaxed);
     if running != 0 {
         let class = &TABLE[running as usize - 1];
-        class.policy.mode.store(Mode::Spin as u8, Relaxed);
-        class.policy.measured.store(false, Relaxed);
+        class.policy.mode.store(EXPERIMENT.before.load(Relaxed), Relaxed);
         config::set_measuring(false);
         EXPERIMENT.phase.store(0, Relaxed);
         EXPERIMENT.class.store(0, Release);
@@ -715,18 +748,23 @@ mod tests {
     }
 
     #[test]
-    fn the_faster_mode_wins_unless_the_other_is_as_fast_and_cheaper() {
-        assert_eq!(choose(&outcome(300, 100, 50, 80)), Mode::Spin);
-        assert_eq!(choose(&outcome(100, 300, 50, 80)), Mode::Sleep);
-        // As fast (within 3%) and at least 10% cheaper: the cheaper one.
-        assert_eq!(choose(&outcome(100, 98, 160, 100)), Mode::Sleep);
-        assert_eq!(choose(&outcome(98, 100, 100, 160)), Mode::Spin);
+    fn a_mode_stands_unless_the_other_is_clearly_faster_or_as_fast_and_cheaper() {
+        use Mode::*;
+        for now in [Spin, Sleep] {
+            // Clearly faster.
+            assert_eq!(choose(&outcome(300, 100, 50, 80), now), Spin);
+            assert_eq!(choose(&outcome(100, 300, 50, 80), now), Sleep);
+            // As fast (within 3%) and at least 10% cheaper: the cheaper one.
+            assert_eq!(choose(&outcome(100, 98, 160, 100), now), Sleep);
+            assert_eq!(choose(&outcome(98, 100, 100, 160), now), Spin);
+            // The same within the noise: the mode stands.
+            assert_eq!(choose(&outcome(100, 101, 100, 95), now), now);
+        }
         // 5% slower is not as fast, however cheap.
-        assert_eq!(choose(&outcome(100, 95, 160, 100)), Mode::Spin);
-        // Sleeping a little faster but dearer: noise, spinning stays.
-        assert_eq!(choose(&outcome(190, 203, 463, 839)), Mode::Spin);
-        // Sleeping clearly faster.
-        assert_eq!(choose(&outcome(100, 125, 100, 100)), Mode::Sleep);
+        assert_eq!(choose(&outcome(100, 95, 160, 100), Spin), Spin);
+        // A little faster but dearer: noise, the mode stands.
+        assert_eq!(choose(&outcome(190, 203, 463, 839), Spin), Spin);
+        assert_eq!(choose(&outcome(203, 190, 839, 463), Sleep), Sleep);
     }
 
     #[test]

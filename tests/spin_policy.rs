@@ -2,8 +2,11 @@
 //! its owner last ran on stops at once (the owner cannot be running), and a process
 //! that cannot run two threads at once (one CPU in its affinity mask, or a cgroup CPU
 //! quota below two CPUs) never spins. And `auto`'s per-class learning: a class whose
-//! lock is held across a sleep learns to sleep at once, says so in the trace and the
-//! statistics, and its later mutexes start from what it learned.
+//! lock is held far longer than a spin learns to sleep at once, says so in the trace and
+//! the statistics, and its later mutexes start from what it learned.
+//!
+//! What these tests see depends on the scheduler, so their programs run one at a time:
+//! two at once on a 2-CPU machine would each see the other's threads as load.
 
 mod common;
 
@@ -13,9 +16,16 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// Held while a test's program runs (module header).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static PROGRAMS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    PROGRAMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Runs `spin_policy MODE` under `spin` with tracing to a file (through `prefix`, a
 /// command such as taskset, if any); the trace.
 fn traced(mode: &str, prefix: &[&str]) -> String {
+    let _alone = one_at_a_time();
     let dir = scratch();
     let trace = dir.path().join("trace.log");
     let program = c_test("spin_policy");
@@ -113,36 +123,42 @@ fn half_a_cpu_means_no_spinning() {
 }
 
 /// `auto_classes` under `auto` with tracing and JSON statistics to files: (trace, stats).
-fn auto_run() -> (String, serde_json::Value) {
-    let dir = scratch();
-    let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
-    let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
-    cmd.env("SPINMUTEX_TRACE", "spinmutex=info")
-        .env("SPINMUTEX_TRACE_FILE", &trace)
-        .env("SPINMUTEX_STATS", "json")
-        .env("SPINMUTEX_STATS_FILE", &stats);
-    run_bounded(cmd, LIMIT).assert_success("auto_classes under auto");
-    let stats = std::fs::read_to_string(&stats).unwrap_or_default();
-    let stats = serde_json::from_str(stats.lines().last().unwrap_or("")).expect("a JSON statistics report");
-    (std::fs::read_to_string(&trace).unwrap_or_default(), stats)
+/// One run serves both tests that read it: two at once would share two CPUs.
+fn auto_run() -> &'static (String, serde_json::Value) {
+    static RUN: std::sync::OnceLock<(String, serde_json::Value)> = std::sync::OnceLock::new();
+    RUN.get_or_init(|| {
+        let _alone = one_at_a_time();
+        let dir = scratch();
+        let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
+        let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
+        cmd.env("SPINMUTEX_TRACE", "spinmutex=info")
+            .env("SPINMUTEX_TRACE_FILE", &trace)
+            .env("SPINMUTEX_STATS", "json")
+            .env("SPINMUTEX_STATS_FILE", &stats);
+        run_bounded(cmd, LIMIT).assert_success("auto_classes under auto");
+        let stats = std::fs::read_to_string(&stats).unwrap_or_default();
+        let stats =
+            serde_json::from_str(stats.lines().last().unwrap_or("")).expect("a JSON statistics report");
+        (std::fs::read_to_string(&trace).unwrap_or_default(), stats)
+    })
 }
 
-/// The class of mutexes made by 64 inits at one call site and held across a sleep.
-fn io_class(stats: &serde_json::Value) -> &serde_json::Value {
+/// The class of mutexes made by 64 inits at one call site and held for 1 ms each.
+fn slow_class(stats: &serde_json::Value) -> &serde_json::Value {
     let classes = stats["classes"].as_array().expect("classes");
     classes.iter().find(|c| c["mutexes"] == 64).unwrap_or_else(|| panic!("no class of 64 mutexes in {stats}"))
 }
 
-fn a_class_held_across_sleeps_learns_to_sleep() {
+fn a_class_held_long_learns_to_sleep() {
     let (trace, stats) = auto_run();
-    let io = io_class(&stats);
-    let policy = &io["policy"];
-    assert_eq!(policy["mode"], "sleep", "the io class does not sleep at once: {io}");
+    let slow = slow_class(stats);
+    let policy = &slow["policy"];
+    assert_eq!(policy["mode"], "sleep", "the slow class does not sleep at once: {slow}");
     let sleeping = policy["served_sleeping"].as_u64().unwrap();
     let spinning = policy["served_spinning"].as_u64().unwrap();
     // Most of its 64 mutexes are made before it learned; all of them are served by the
     // class's mode, so the bulk of the contended acquisitions sleep at once.
-    assert!(sleeping > spinning, "the io class served {spinning} spinning and only {sleeping} sleeping");
+    assert!(sleeping > spinning, "the slow class served {spinning} spinning and only {sleeping} sleeping");
     let change =
         trace.lines().find(|l| l.contains("event=policy") && l.contains("to=sleep")).unwrap_or_else(|| {
             panic!("no policy event to sleep in the trace:\n{}", &trace[..trace.len().min(3000)])
@@ -171,7 +187,7 @@ fn every_class_reports_its_policy() {
 fn main() -> std::process::ExitCode {
     let mut suite = Suite::new();
     tests!(suite, spinner_on_the_owners_cpu_stops_at_once);
-    tests!(suite, a_class_held_across_sleeps_learns_to_sleep, every_class_reports_its_policy);
+    tests!(suite, a_class_held_long_learns_to_sleep, every_class_reports_its_policy);
     suite.needs(
         "one_cpu_means_no_spinning",
         &[Need::Program("taskset", "util-linux")],
