@@ -323,6 +323,7 @@ pub fn find(key: usize) -> Option<&'static Class> {
 }
 
 /// The entry for `key`, claimed if new; entry 0 when the table has no room near it.
+#[inline(never)]
 fn class_for_key(key: usize, call_site: bool) -> usize {
     let key = key.max(1);
     let first = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
@@ -362,6 +363,7 @@ pub fn born(m: &RawMutex, caller: usize) {
 }
 
 /// The class of `m`.
+#[inline]
 pub fn class_of(m: &RawMutex) -> &'static Class {
     if keeps_link(m) {
         let link = usize::from(m.class_link());
@@ -385,9 +387,10 @@ pub fn class_of(m: &RawMutex) -> &'static Class {
 // writing it on every contended acquisition would cost more than a spin saves. Each
 // thread therefore does the class's bookkeeping on one contended acquisition in
 // [`SAMPLE`] (its tick, counted in `budget`), and counts it as that many; with
-// statistics on, where exact counts matter more than speed, on every one. These run
-// before and after the wait, out of line: the waiting code's frames stand under every
-// trace event it emits (see tests/host.rs on stack use).
+// statistics on, where exact counts matter more than speed, on every one. The sampled
+// bookkeeping runs out of line, cold: the waiting code's frames stand under every trace
+// event it emits (see tests/host.rs on stack use), and the other contended acquisitions
+// should pay only the tick's test.
 
 /// One contended acquisition in this many does the class's bookkeeping. Even one in 8
 /// cost up to a fifth of the throughput of a short, contended lock shared by 16 threads
@@ -401,6 +404,7 @@ fn tick() -> u32 {
 
 /// How many contended acquisitions the current one stands for in its class's counts: 0
 /// when it is not sampled.
+#[inline]
 fn weight(tick: u32) -> u32 {
     if observe::stats_on() {
         1
@@ -414,7 +418,7 @@ fn weight(tick: u32) -> u32 {
 /// How long a contended acquisition of `m` may spin: as `spin` (from the mutex's own
 /// estimate) in spin mode, 0 in sleep mode except for a probe now and then. Counts the
 /// acquisition (the thread's tick).
-#[inline(never)]
+#[inline]
 pub fn budget(m: &RawMutex) -> u32 {
     let tick = crate::thread::next_contention_tick();
     let class = class_of(m);
@@ -431,28 +435,39 @@ pub fn budget(m: &RawMutex) -> u32 {
 
 /// A spin on `m` ended (`Ok`: won after so many pauses; `Err`: spent so many in vain).
 /// The mutex's estimate learns from every spin, as under `spin`; the class's counts from
-/// the sampled ones (every probe among them).
-#[inline(never)]
+/// the sampled ones (every probe among them), out of line.
+#[inline]
 pub fn learn(m: &RawMutex, outcome: Result<u32, u32>) {
     let estimate = spin::next_estimate(m.estimate(), outcome.ok());
     m.set_estimate(estimate);
     // A probe's tick is a multiple of PROBE_EVERY, so it is always sampled.
-    if weight(tick()) == 0 {
-        return;
+    if weight(tick()) != 0 {
+        learn_sampled(m, estimate, outcome);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn learn_sampled(m: &RawMutex, estimate: u32, outcome: Result<u32, u32>) {
     let class = class_of(m);
     class.counts.estimate.store(estimate, Relaxed);
     let (Ok(pauses) | Err(pauses)) = outcome;
     class.spun(pauses, outcome.is_ok());
 }
 
-/// A contended acquisition of `m` succeeded: counts it and runs experiments.
-#[inline(never)]
+/// A contended acquisition of `m` succeeded: a sampled one counts it and runs
+/// experiments, out of line.
+#[inline]
 pub fn acquired(m: &RawMutex) {
     let weight = weight(tick());
-    if weight == 0 {
-        return;
+    if weight != 0 {
+        acquired_sampled(m, weight);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn acquired_sampled(m: &RawMutex, weight: u32) {
     let class = class_of(m);
     class.counts.served[class.waiting_mode() as usize].fetch_add(u64::from(weight), Relaxed);
     let n = class.counts.contended.load(Relaxed);
