@@ -392,9 +392,9 @@ pub fn class_of(m: &RawMutex) -> &'static Class {
 // event it emits (see tests/host.rs on stack use), and the other contended acquisitions
 // should pay only the tick's test.
 
-/// One contended acquisition in this many does the class's bookkeeping. Even one in 8
-/// cost up to a fifth of the throughput of a short, contended lock shared by 16 threads
-/// on 2 CPUs (the line moves between the CPUs on each write); one in 64 still judges a
+/// One contended acquisition in this many does the class's bookkeeping. One in 8 cost
+/// about a seventh of the throughput of a short lock contended by 16 threads on 2 CPUs
+/// (the class's line moves between the CPUs on each write); one in 64 still judges a
 /// class's first window of spins within about 4,000 contended acquisitions.
 const SAMPLE: u32 = 64;
 
