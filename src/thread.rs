@@ -12,101 +12,92 @@ use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicIsize, AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
 
+/// Defines a 32-bit slot in the static TLS block named `$symbol`, with a reader and a
+/// writer that reach it by one `%fs`-relative access (module header). `$read_options`
+/// are extra options of the read: `pure` where the compiler may merge reads.
 #[cfg(target_arch = "x86_64")]
-core::arch::global_asm!(
-    ".pushsection .tbss,\"awT\",@nobits",
-    ".p2align 2",
-    ".globl spinmutex_cached_tid",
-    ".hidden spinmutex_cached_tid",
-    ".type spinmutex_cached_tid, @object",
-    ".size spinmutex_cached_tid, 4",
-    "spinmutex_cached_tid:",
-    ".zero 4",
-    ".popsection",
-);
+macro_rules! static_tls_u32 {
+    ($symbol:literal, $read:ident, $write:ident, [$($read_options:ident),*]) => {
+        core::arch::global_asm!(
+            ".pushsection .tbss,\"awT\",@nobits",
+            ".p2align 2",
+            concat!(".globl ", $symbol),
+            concat!(".hidden ", $symbol),
+            concat!(".type ", $symbol, ", @object"),
+            concat!(".size ", $symbol, ", 4"),
+            concat!($symbol, ":"),
+            ".zero 4",
+            ".popsection",
+        );
 
-/// This thread's cached id; 0 until first asked.
+        #[inline(always)]
+        fn $read() -> u32 {
+            let value: u32;
+            // SAFETY: reads this thread's own 4-byte TLS slot defined above; the GOT
+            // entry holds its offset from the thread pointer.
+            unsafe {
+                core::arch::asm!(
+                    concat!("mov {off}, qword ptr [rip + ", $symbol, "@GOTTPOFF]"),
+                    "mov {value:e}, dword ptr fs:[{off}]",
+                    off = out(reg) _,
+                    value = out(reg) value,
+                    options(nostack, preserves_flags, readonly $(, $read_options)*),
+                );
+            }
+            value
+        }
+
+        #[inline(always)]
+        fn $write(value: u32) {
+            // SAFETY: writes this thread's own 4-byte TLS slot defined above.
+            unsafe {
+                core::arch::asm!(
+                    concat!("mov {off}, qword ptr [rip + ", $symbol, "@GOTTPOFF]"),
+                    "mov dword ptr fs:[{off}], {value:e}",
+                    off = out(reg) _,
+                    value = in(reg) value,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+    };
+}
+
+// This thread's cached id; 0 until first asked. Set once per thread (and after `fork`),
+// so its reads may be merged.
+#[cfg(target_arch = "x86_64")]
+static_tls_u32!("spinmutex_cached_tid", tid_slot, set_tid_slot, [pure]);
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn cached_tid() -> i32 {
-    let tid: i32;
-    // SAFETY: reads this thread's own 4-byte TLS slot defined above; the GOT entry holds
-    // its offset from the thread pointer.
-    unsafe {
-        core::arch::asm!(
-            "mov {off}, qword ptr [rip + spinmutex_cached_tid@GOTTPOFF]",
-            "mov {tid:e}, dword ptr fs:[{off}]",
-            off = out(reg) _,
-            tid = out(reg) tid,
-            options(nostack, preserves_flags, readonly, pure),
-        );
-    }
-    tid
+    tid_slot() as i32
 }
 
 #[cfg(target_arch = "x86_64")]
 fn set_cached_tid(tid: i32) {
-    // SAFETY: writes this thread's own 4-byte TLS slot defined above.
-    unsafe {
-        core::arch::asm!(
-            "mov {off}, qword ptr [rip + spinmutex_cached_tid@GOTTPOFF]",
-            "mov dword ptr fs:[{off}], {tid:e}",
-            off = out(reg) _,
-            tid = in(reg) tid,
-            options(nostack, preserves_flags),
-        );
-    }
+    set_tid_slot(tid as u32);
 }
 
 // This thread's count of contended acquisitions under `auto` (auto.rs samples its
 // bookkeeping by it): read and bumped on every contended acquisition, so it lives in
-// static TLS like the thread id.
+// static TLS like the thread id. Its reads must not be merged across a bump.
 #[cfg(target_arch = "x86_64")]
-core::arch::global_asm!(
-    ".pushsection .tbss,\"awT\",@nobits",
-    ".p2align 2",
-    ".globl spinmutex_contention_tick",
-    ".hidden spinmutex_contention_tick",
-    ".type spinmutex_contention_tick, @object",
-    ".size spinmutex_contention_tick, 4",
-    "spinmutex_contention_tick:",
-    ".zero 4",
-    ".popsection",
-);
+static_tls_u32!("spinmutex_contention_tick", tick_slot, set_tick_slot, []);
 
 /// This thread's contended acquisitions under `auto` so far (wrapping).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub fn contention_tick() -> u32 {
-    let tick: u32;
-    // SAFETY: reads this thread's own 4-byte TLS slot defined above.
-    unsafe {
-        core::arch::asm!(
-            "mov {off}, qword ptr [rip + spinmutex_contention_tick@GOTTPOFF]",
-            "mov {tick:e}, dword ptr fs:[{off}]",
-            off = out(reg) _,
-            tick = out(reg) tick,
-            options(nostack, preserves_flags, readonly),
-        );
-    }
-    tick
+    tick_slot()
 }
 
 /// Counts one more contended acquisition; the new count.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub fn next_contention_tick() -> u32 {
-    let tick = contention_tick().wrapping_add(1);
-    // SAFETY: writes this thread's own 4-byte TLS slot defined above.
-    unsafe {
-        core::arch::asm!(
-            "mov {off}, qword ptr [rip + spinmutex_contention_tick@GOTTPOFF]",
-            "mov dword ptr fs:[{off}], {tick:e}",
-            off = out(reg) _,
-            tick = in(reg) tick,
-            options(nostack, preserves_flags),
-        );
-    }
+    let tick = tick_slot().wrapping_add(1);
+    set_tick_slot(tick);
     tick
 }
 
