@@ -9,9 +9,17 @@
 //! # What a class decides
 //!
 //! A class is in one of two modes: **spin** (as `spin`: each mutex spins for a budget
-//! from its own estimate, then sleeps) or **sleep** (sleep at once, as `futex`).
-//! Handoffs to starving sleepers stay on in both (they act only when a sleeper keeps
-//! losing the lock). Everything else that stops a spin under `spin` stops it here too:
+//! from its own estimate, then sleeps) or **sleep** (sleep at once, as `futex`). A
+//! thread that goes to sleep in spin mode may ask for a handoff when it keeps losing
+//! the lock, as under `spin`; one that goes to sleep in sleep mode does not, as under
+//! `futex`. There, a handoff would only make the lock alternate between threads, each
+//! turn waiting for a wake-up, where without it one thread can take the lock many times
+//! while a sleeper wakes (2 threads, an empty critical section, 2 CPUs, 2 s runs: sleep
+//! mode ran at 0.73× `futex`'s throughput with handoffs, 0.97× without). The mode
+//! when the thread goes to sleep decides, for the whole wait (asking on each wake-up
+//! instead measured 0.44× `futex` at 4 threads: waiters of an experiment's spin phase
+//! then kept the lock alternating).
+//! Everything else that stops a spin under `spin` stops it here too:
 //! the owner not running, the spinner preempted, a process that cannot run two threads
 //! at once (affinity, CPU quota). Two measurements move a class between the modes:
 //!
@@ -31,12 +39,16 @@
 //!    idle while its next owner wakes. Only the class's throughput tells, so a class
 //!    runs an A/B experiment of its own, the first once it has had [`HOT`] contended
 //!    acquisitions and the economics of 1. have judged its spins once: [`ROUNDS`]
-//!    rounds of one phase per mode (order alternating), each settling for
-//!    [`SETTLE_NS`] (the waiters of the mode before still wait its way), then measuring
-//!    for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the class's acquisitions
-//!    (all of them, not only the contended ones) and the process's CPU time. Phases
-//!    are short, since the phase in the worse mode costs throughput; an experiment
-//!    whose first two rounds leave no doubt stops there. [`choose`] says which mode
+//!    rounds of one phase per mode (order alternating, the class's own mode first),
+//!    each settling for [`SETTLE_NS`] (the waiters of the mode before still wait its
+//!    way), then measuring for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the
+//!    class's acquisitions (all of them, not only the contended ones), how many of
+//!    them were contended, and the process's CPU time. Phases are short, since the
+//!    phase in the worse mode costs throughput; an experiment whose first two rounds
+//!    leave no doubt stops there. One whose spin phases were hardly contended
+//!    ([`CONTENDED_ENOUGH`]) and found the modes alike compared nothing (typically
+//!    threads that the scheduler has not yet spread over the CPUs): the class keeps
+//!    its mode and tries again soon ([`RETRY_INTERVAL_NS`]). [`choose`] says which mode
 //!    wins: the class's mode stands unless the other is clearly better, since the
 //!    process's CPU time also holds other classes' work. The decision holds until the
 //!    next experiment (the economics of 1. move only a class no experiment has judged:
@@ -51,9 +63,10 @@
 //! time, so that the process's CPU time is its own as far as it can be: with several
 //! hot classes at once, the others' CPU is noise in each experiment.
 //!
-//! Every change of mode is a trace event (`policy`, with the class, both modes and the
-//! measurements behind it), and the statistics report shows each class's mode and how
-//! many contended acquisitions each mode served.
+//! Every change of mode, and every experiment's outcome, is a trace event (`policy`,
+//! with the class, the mode before and after, why, and the measurements behind it), and
+//! the statistics report shows each class's mode and how many contended acquisitions
+//! each mode served.
 //!
 //! # Where the class is kept
 //!
@@ -119,6 +132,14 @@ const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
 const HOT: u32 = 64;
 const FIRST_INTERVAL_NS: u64 = 250_000_000;
+/// An experiment whose spin phases had fewer than this share (in 1/1000: 1/32) of
+/// contended acquisitions, and found the modes alike, compared nothing; the next one
+/// comes after [`RETRY_INTERVAL_NS`], twice as late each time that happens again. (Two
+/// threads on one CPU, before the scheduler spreads them: 0-0.7% of the acquisitions
+/// contended. Two on two CPUs with an empty critical section, where a thread mostly
+/// takes the lock back uncontended: 5-9%.)
+const CONTENDED_ENOUGH: u64 = 31;
+const RETRY_INTERVAL_NS: u64 = 10_000_000;
 /// The next experiment waits at least this many times as long as the last one took, so
 /// that a slow lock's long phases cost it at most a tenth of its time.
 const INTERVAL_PER_EXPERIMENT: u64 = 10;
@@ -257,7 +278,7 @@ impl Class {
         self.policy.measured.store(measured, Relaxed);
         self.new_window();
         let from = Mode::from_u8(self.policy.mode.swap(to as u8, Relaxed));
-        if from != to {
+        if from != to || matches!(because, Because::Measured(_) | Because::Uncontended(_)) {
             // Named as the statistics name call sites: by the call instruction, one byte
             // before the return address.
             let name = self.key() - usize::from(self.policy.call_site.load(Relaxed));
@@ -433,6 +454,15 @@ pub fn budget(m: &RawMutex) -> u32 {
     }
 }
 
+/// Whether a sleeper on `m` may ask for a handoff: only in spin mode, where spinners
+/// could otherwise take the lock from under it for good. In sleep mode the class waits
+/// as `futex` (and glibc) do: a handoff there only makes the lock alternate between
+/// threads, and each turn then waits for a wake-up.
+#[inline]
+pub fn hands_off(m: &RawMutex) -> bool {
+    class_of(m).waiting_mode() == Mode::Spin
+}
+
 /// A spin on `m` ended (`Ok`: won after so many pauses; `Err`: spent so many in vain).
 /// The mutex's estimate learns from every spin, as under `spin`; the class's counts from
 /// the sampled ones (every probe among them), out of line.
@@ -470,6 +500,9 @@ pub fn acquired(m: &RawMutex) {
 fn acquired_sampled(m: &RawMutex, weight: u32) {
     let class = class_of(m);
     class.counts.served[class.waiting_mode() as usize].fetch_add(u64::from(weight), Relaxed);
+    if class.experimenting() {
+        EXPERIMENT.contended.fetch_add(u64::from(weight), Relaxed);
+    }
     let n = class.counts.contended.load(Relaxed);
     class.counts.contended.store(n.saturating_add(weight), Relaxed);
     experiment_step(class);
@@ -495,14 +528,33 @@ pub enum Because {
         saved_ns: u64,
     },
     Measured(Outcome),
+    /// The experiment's spin phases were hardly contended: it compared nothing, and the
+    /// class's mode stands until the next one, which comes soon.
+    Uncontended(Outcome),
 }
 
-/// What an experiment measured, per mode: acquisitions per second and CPU nanoseconds
-/// per acquisition.
+/// What an experiment measured, per mode: acquisitions per second, CPU nanoseconds per
+/// acquisition, and the share of the acquisitions that were contended (in 1/1000).
 #[derive(Clone, Copy, Default)]
 pub struct Outcome {
     pub per_s: [u64; 2],
     pub cpu_ns_per_acq: [u64; 2],
+    pub contended_permille: [u64; 2],
+}
+
+impl Outcome {
+    /// The spin phases were hardly contended ([`CONTENDED_ENOUGH`]), and the modes'
+    /// throughputs (where both were measured) are within 10% of each other: whether a
+    /// waiter spins or sleeps made no difference then, and the outcome says nothing
+    /// about it. (Sleep phases can be uncontended because sleeping works: a sleeper
+    /// leaves the owner to take the lock alone for a while.)
+    fn compared_nothing(&self) -> bool {
+        let [spin, sleep] = self.per_s;
+        let differ = sleep != 0
+            && (spin * CLEARLY_FASTER.1 > sleep * CLEARLY_FASTER.0
+                || sleep * CLEARLY_FASTER.1 > spin * CLEARLY_FASTER.0);
+        self.contended_permille[Mode::Spin as usize] < CONTENDED_ENOUGH && !differ
+    }
 }
 
 struct Experiment {
@@ -518,10 +570,21 @@ struct Experiment {
     settled: AtomicBool,
     started_cpu_ns: AtomicU64,
     started_count: AtomicU64,
+    /// Contended acquisitions of the class (sampled) since the experiment began, and
+    /// when the phase's measure began.
+    contended: AtomicU64,
+    started_contended: AtomicU64,
     /// Totals per mode.
     acquisitions: [AtomicU64; 2],
+    contended_in: [AtomicU64; 2],
     wall_ns: [AtomicU64; 2],
     cpu_ns: [AtomicU64; 2],
+}
+
+impl Experiment {
+    fn before(&self) -> Mode {
+        Mode::from_u8(self.before.load(Relaxed))
+    }
 }
 
 static EXPERIMENT: Experiment = Experiment {
@@ -533,7 +596,10 @@ static EXPERIMENT: Experiment = Experiment {
     settled: AtomicBool::new(false),
     started_cpu_ns: AtomicU64::new(0),
     started_count: AtomicU64::new(0),
+    contended: AtomicU64::new(0),
+    started_contended: AtomicU64::new(0),
     acquisitions: [AtomicU64::new(0), AtomicU64::new(0)],
+    contended_in: [AtomicU64::new(0), AtomicU64::new(0)],
     wall_ns: [AtomicU64::new(0), AtomicU64::new(0)],
     cpu_ns: [AtomicU64::new(0), AtomicU64::new(0)],
 };
@@ -552,8 +618,9 @@ fn count_total() -> u64 {
 }
 
 /// The mode phase `phase` of an experiment measures: rounds alternate which goes first.
-fn phase_mode(phase: u32) -> Mode {
-    let first = if (phase / 2).is_multiple_of(2) { Mode::Spin } else { Mode::Sleep };
+/// The first phase is the class's own mode (`before`), whose waiters are already there.
+fn phase_mode(phase: u32, before: Mode) -> Mode {
+    let first = if (phase / 2).is_multiple_of(2) { before } else { before.other() };
     if phase.is_multiple_of(2) {
         first
     } else {
@@ -617,8 +684,10 @@ fn start(class: &'static Class, now: u64) {
     }
     e.before.store(class.policy.mode.load(Relaxed), Relaxed);
     e.began_ns.store(now, Relaxed);
+    e.contended.store(0, Relaxed);
     for m in 0..2 {
         e.acquisitions[m].store(0, Relaxed);
+        e.contended_in[m].store(0, Relaxed);
         e.wall_ns[m].store(0, Relaxed);
         e.cpu_ns[m].store(0, Relaxed);
     }
@@ -631,7 +700,7 @@ fn start(class: &'static Class, now: u64) {
 /// its way, and would be counted to the new one.
 fn begin_phase(class: &Class, phase: u32, now: u64) {
     let e = &EXPERIMENT;
-    class.policy.mode.store(phase_mode(phase) as u8, Relaxed);
+    class.policy.mode.store(phase_mode(phase, EXPERIMENT.before()) as u8, Relaxed);
     e.started_ns.store(now, Relaxed);
     e.settled.store(false, Relaxed);
     e.phase.store(phase, Release);
@@ -644,6 +713,7 @@ fn start_measure(now: u64) {
     e.started_ns.store(now, Relaxed);
     e.started_cpu_ns.store(sys::process_cpu_ns(), Relaxed);
     e.started_count.store(count_total(), Relaxed);
+    e.started_contended.store(e.contended.load(Relaxed), Relaxed);
     e.settled.store(true, Relaxed);
 }
 
@@ -674,13 +744,19 @@ fn advance(class: &Class, now: u64) {
         return;
     }
     let cpu = sys::process_cpu_ns().saturating_sub(e.started_cpu_ns.load(Relaxed));
-    let m = phase_mode(phase) as usize;
+    let mode = phase_mode(phase, e.before());
+    let m = mode as usize;
     e.acquisitions[m].fetch_add(counted, Relaxed);
+    let contended = e.contended.load(Relaxed).saturating_sub(e.started_contended.load(Relaxed));
+    e.contended_in[m].fetch_add(contended, Relaxed);
     e.wall_ns[m].fetch_add(elapsed, Relaxed);
     e.cpu_ns[m].fetch_add(cpu, Relaxed);
     let next = phase + 1;
     let outcome = outcome();
-    let clear = next.is_multiple_of(2) && next >= 4 && clearly_decided(&outcome);
+    // An experiment stops early when its first spin phase finds the lock hardly
+    // contended, or when two rounds leave no doubt.
+    let clear = (mode == Mode::Spin && phase < 2 && outcome.compared_nothing())
+        || (next.is_multiple_of(2) && next >= 4 && clearly_decided(&outcome));
     if next < 2 * ROUNDS && !clear {
         begin_phase(class, next, now);
         return;
@@ -696,6 +772,7 @@ fn outcome() -> Outcome {
         let wall = e.wall_ns[m].load(Relaxed).max(1);
         o.per_s[m] = acq.saturating_mul(1_000_000_000) / wall;
         o.cpu_ns_per_acq[m] = e.cpu_ns[m].load(Relaxed) / acq.max(1);
+        o.contended_permille[m] = (e.contended_in[m].load(Relaxed) * 1000 / acq.max(1)).min(1000);
     }
     o
 }
@@ -725,16 +802,23 @@ pub fn choose(o: &Outcome, now: Mode) -> Mode {
 
 fn decide(class: &Class, o: Outcome, now: u64) {
     let before = Mode::from_u8(EXPERIMENT.before.load(Relaxed));
-    let to = choose(&o, before);
     // The mode the class had before the experiment is what a trace reader compares
     // with; during the experiment it alternated.
     class.policy.mode.store(before as u8, Relaxed);
-    class.set_mode(to, true, &Because::Measured(o));
-    let stayed = before == to;
-    let interval = match class.counts.interval_ns.load(Relaxed) {
-        0 => FIRST_INTERVAL_NS,
-        i if stayed => (i * 2).min(MAX_INTERVAL_NS),
-        _ => FIRST_INTERVAL_NS,
+    let last = class.counts.interval_ns.load(Relaxed);
+    let interval = if o.compared_nothing() {
+        // Often a start-up effect (threads not yet spread over the CPUs): try again
+        // soon, then less and less often if the lock stays that way.
+        class.set_mode(before, class.measured(), &Because::Uncontended(o));
+        (last * 2).clamp(RETRY_INTERVAL_NS, MAX_INTERVAL_NS)
+    } else {
+        let to = choose(&o, before);
+        class.set_mode(to, true, &Because::Measured(o));
+        if before == to {
+            (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
+        } else {
+            FIRST_INTERVAL_NS
+        }
     };
     class.counts.interval_ns.store(interval, Relaxed);
     let took = now.saturating_sub(EXPERIMENT.began_ns.load(Relaxed));
@@ -762,7 +846,29 @@ mod tests {
     use super::*;
 
     fn outcome(spin: u64, sleep: u64, spin_cpu: u64, sleep_cpu: u64) -> Outcome {
-        Outcome { per_s: [spin, sleep], cpu_ns_per_acq: [spin_cpu, sleep_cpu] }
+        Outcome {
+            per_s: [spin, sleep],
+            cpu_ns_per_acq: [spin_cpu, sleep_cpu],
+            contended_permille: [500, 100],
+        }
+    }
+
+    #[test]
+    fn an_experiment_whose_spin_phases_were_hardly_contended_compared_nothing() {
+        let mut o = outcome(300, 100, 50, 80);
+        assert!(!o.compared_nothing());
+        // Sleep phases may be uncontended: that is what sleeping does well.
+        o.contended_permille = [60, 0];
+        assert!(!o.compared_nothing());
+        o.contended_permille = [5, 0];
+        assert!(!o.compared_nothing(), "the modes differ: the experiment compared them");
+        let mut o = outcome(300, 290, 50, 52);
+        o.contended_permille = [5, 0];
+        assert!(o.compared_nothing());
+        // Only the first spin phase ran.
+        let mut o = outcome(300, 0, 50, 0);
+        o.contended_permille = [5, 0];
+        assert!(o.compared_nothing());
     }
 
     #[test]
@@ -786,9 +892,11 @@ mod tests {
     }
 
     #[test]
-    fn rounds_alternate_which_mode_goes_first() {
-        let order: Vec<Mode> = (0..6).map(phase_mode).collect();
+    fn rounds_alternate_which_mode_goes_first_from_the_class_s_own() {
         use Mode::*;
+        let order: Vec<Mode> = (0..6).map(|p| phase_mode(p, Spin)).collect();
         assert_eq!(order, [Spin, Sleep, Sleep, Spin, Spin, Sleep]);
+        let order: Vec<Mode> = (0..6).map(|p| phase_mode(p, Sleep)).collect();
+        assert_eq!(order, [Sleep, Spin, Spin, Sleep, Sleep, Spin]);
     }
 }

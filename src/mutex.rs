@@ -366,7 +366,8 @@ impl RawMutex {
     #[inline(never)]
     fn sleep(&self, deadline: Option<&Deadline>, woken: bool) -> Result<(How, u32), c_int> {
         let shared = self.shared();
-        let handoff_after = if shared { 0 } else { crate::spin::handoff_after() };
+        let handoff_after =
+            if shared || !self.may_ask_for_handoff() { 0 } else { crate::spin::handoff_after() };
         let handoff_wait = crate::config::handoff_wait_ns();
         let started = if handoff_after > 0 && handoff_wait > 0 { sys::now_ns() } else { 0 };
         let mut sleeps = 0;
@@ -414,6 +415,12 @@ impl RawMutex {
             woken |= r != libc::EAGAIN;
             sleeps += 1;
         }
+    }
+
+    /// Handoffs keep spinners from starving sleepers: under `auto`, a thread that goes
+    /// to sleep in sleep mode waits as under `futex`, without them (auto.rs).
+    fn may_ask_for_handoff(&self) -> bool {
+        !crate::config::row().learns || crate::auto::hands_off(self)
     }
 
     fn my_request() -> u64 {

@@ -125,7 +125,7 @@ pub fn next_contention_tick() -> u32 {
 /// A line of output that this thread is formatting (a trace event). It lives in static
 /// TLS rather than on the stack: tracing runs inside the program's lock calls, on
 /// whatever stack the calling thread has, which may be small.
-pub type OutputLine = crate::config::LineBuf<256>;
+pub type OutputLine = crate::config::LineBuf<512>;
 
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(

@@ -227,17 +227,19 @@ pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) 
             spent_ns,
             saved_ns
         ),
-        Because::Measured(o) => tracing::info!(
+        Because::Measured(o) | Because::Uncontended(o) => tracing::info!(
             target: "spinmutex",
             event = "policy",
             class,
             from,
             to,
-            because = "measured",
+            because = if matches!(because, Because::Measured(_)) { "measured" } else { "uncontended" },
             spin_per_s = o.per_s[0],
             sleep_per_s = o.per_s[1],
             spin_cpu_ns = o.cpu_ns_per_acq[0],
-            sleep_cpu_ns = o.cpu_ns_per_acq[1]
+            sleep_cpu_ns = o.cpu_ns_per_acq[1],
+            spin_contended_permille = o.contended_permille[0],
+            sleep_contended_permille = o.contended_permille[1]
         ),
     }
 }
