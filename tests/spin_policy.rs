@@ -122,7 +122,8 @@ fn half_a_cpu_means_no_spinning() {
     assert!(!text.contains("how=spin"), "a lock was taken by spinning under half a CPU");
 }
 
-/// `auto_classes` under `auto` with tracing and JSON statistics to files: (trace, stats).
+/// `auto_classes` under `auto` with JSON tracing and JSON statistics to files: (trace,
+/// stats).
 /// One run serves both tests that read it: two at once would share two CPUs.
 fn auto_run() -> &'static (String, serde_json::Value) {
     static RUN: std::sync::OnceLock<(String, serde_json::Value)> = std::sync::OnceLock::new();
@@ -132,6 +133,7 @@ fn auto_run() -> &'static (String, serde_json::Value) {
         let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
         let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
         cmd.env("SPINMUTEX_TRACE", "spinmutex=info")
+            .env("SPINMUTEX_TRACE_FORMAT", "json")
             .env("SPINMUTEX_TRACE_FILE", &trace)
             .env("SPINMUTEX_STATS", "json")
             .env("SPINMUTEX_STATS_FILE", &stats);
@@ -159,12 +161,20 @@ fn a_class_held_long_learns_to_sleep() {
     // Most of its 64 mutexes are made before it learned; all of them are served by the
     // class's mode, so the bulk of the contended acquisitions sleep at once.
     assert!(sleeping > spinning, "the slow class served {spinning} spinning and only {sleeping} sleeping");
-    let change =
-        trace.lines().find(|l| l.contains("event=policy") && l.contains("to=sleep")).unwrap_or_else(|| {
-            panic!("no policy event to sleep in the trace:\n{}", &trace[..trace.len().min(3000)])
-        });
-    for field in ["class=", "from=spin", "because=", "strategy=auto"] {
-        assert!(change.contains(field), "the policy event lacks {field}: {change}");
+    // Every line is whole JSON, and none was dropped: the policy events are the longest
+    // lines the trace writes (an experiment's outcome has eight figures).
+    let events: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    assert!(!events.iter().any(|e| e["event"] == "dropped"), "trace events were dropped:\n{trace}");
+    let change = events.iter().find(|e| e["event"] == "policy" && e["to"] == "sleep").unwrap_or_else(|| {
+        panic!("no policy event to sleep in the trace:\n{}", &trace[..trace.len().min(3000)])
+    });
+    assert_eq!(change["from"], "spin", "{change}");
+    assert_eq!(change["strategy"], "auto", "{change}");
+    for field in ["class", "because"] {
+        assert!(change[field].is_string(), "the policy event lacks {field}: {change}");
     }
 }
 
