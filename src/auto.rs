@@ -278,7 +278,7 @@ impl Class {
         self.policy.measured.store(measured, Relaxed);
         self.new_window();
         let from = Mode::from_u8(self.policy.mode.swap(to as u8, Relaxed));
-        if from != to || matches!(because, Because::Measured(_) | Because::Uncontended(_)) {
+        if from != to || because.is_experiment() {
             // Named as the statistics name call sites: by the call instruction, one byte
             // before the return address.
             let name = self.key() - usize::from(self.policy.call_site.load(Relaxed));
@@ -511,7 +511,7 @@ fn acquired_sampled(m: &RawMutex, weight: u32) {
 // ---------------------------------------------------------------------------------
 // Experiments: one class at a time.
 
-/// Why a class changed mode, for the trace.
+/// Why a class changed mode, or kept it, for the trace.
 pub enum Because {
     /// The window's spins cost more CPU than the sleeps their wins avoided.
     SpinsLose {
@@ -531,6 +531,23 @@ pub enum Because {
     /// The experiment's spin phases were hardly contended: it compared nothing, and the
     /// class's mode stands until the next one, which comes soon.
     Uncontended(Outcome),
+}
+
+impl Because {
+    /// The trace's name for it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Because::SpinsLose { .. } => "spins_lose",
+            Because::ProbesWin { .. } => "probes_win",
+            Because::Measured(_) => "measured",
+            Because::Uncontended(_) => "uncontended",
+        }
+    }
+
+    /// An experiment's outcome: traced even when the mode stands.
+    fn is_experiment(&self) -> bool {
+        matches!(self, Because::Measured(_) | Because::Uncontended(_))
+    }
 }
 
 /// What an experiment measured, per mode: acquisitions per second, CPU nanoseconds per
@@ -700,7 +717,7 @@ fn start(class: &'static Class, now: u64) {
 /// its way, and would be counted to the new one.
 fn begin_phase(class: &Class, phase: u32, now: u64) {
     let e = &EXPERIMENT;
-    class.policy.mode.store(phase_mode(phase, EXPERIMENT.before()) as u8, Relaxed);
+    class.policy.mode.store(phase_mode(phase, e.before()) as u8, Relaxed);
     e.started_ns.store(now, Relaxed);
     e.settled.store(false, Relaxed);
     e.phase.store(phase, Release);
@@ -801,7 +818,7 @@ pub fn choose(o: &Outcome, now: Mode) -> Mode {
 }
 
 fn decide(class: &Class, o: Outcome, now: u64) {
-    let before = Mode::from_u8(EXPERIMENT.before.load(Relaxed));
+    let before = EXPERIMENT.before();
     // The mode the class had before the experiment is what a trace reader compares
     // with; during the experiment it alternated.
     class.policy.mode.store(before as u8, Relaxed);
@@ -834,7 +851,7 @@ pub fn after_fork_in_child() {
     let running = EXPERIMENT.class.load(Relaxed);
     if running != 0 {
         let class = &TABLE[running as usize - 1];
-        class.policy.mode.store(EXPERIMENT.before.load(Relaxed), Relaxed);
+        class.policy.mode.store(EXPERIMENT.before() as u8, Relaxed);
         config::set_measuring(false);
         EXPERIMENT.phase.store(0, Relaxed);
         EXPERIMENT.class.store(0, Release);

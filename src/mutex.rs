@@ -366,8 +366,7 @@ impl RawMutex {
     #[inline(never)]
     fn sleep(&self, deadline: Option<&Deadline>, woken: bool) -> Result<(How, u32), c_int> {
         let shared = self.shared();
-        let handoff_after =
-            if shared || !self.may_ask_for_handoff() { 0 } else { crate::spin::handoff_after() };
+        let handoff_after = self.handoff_after();
         let handoff_wait = crate::config::handoff_wait_ns();
         let started = if handoff_after > 0 && handoff_wait > 0 { sys::now_ns() } else { 0 };
         let mut sleeps = 0;
@@ -417,10 +416,17 @@ impl RawMutex {
         }
     }
 
-    /// Handoffs keep spinners from starving sleepers: under `auto`, a thread that goes
-    /// to sleep in sleep mode waits as under `futex`, without them (auto.rs).
-    fn may_ask_for_handoff(&self) -> bool {
-        !crate::config::row().learns || crate::auto::hands_off(self)
+    /// Lost wake-ups after which a sleeper on this mutex asks for a handoff (0: never).
+    /// Never on a process-shared mutex. Handoffs keep spinners from starving sleepers:
+    /// under `auto`, a thread that goes to sleep in sleep mode waits as under `futex`,
+    /// without them (auto.rs).
+    fn handoff_after(&self) -> u32 {
+        let may_ask = !self.shared() && (!crate::config::row().learns || crate::auto::hands_off(self));
+        if may_ask {
+            crate::spin::handoff_after()
+        } else {
+            0
+        }
     }
 
     fn my_request() -> u64 {
