@@ -909,6 +909,18 @@ mod tests {
     }
 
     #[test]
+    fn only_a_class_in_spin_mode_lets_its_sleepers_ask_for_a_handoff() {
+        let mut storage: libc::pthread_mutex_t = libc::PTHREAD_MUTEX_INITIALIZER;
+        // SAFETY: `storage` is a mutex, alive for the whole test.
+        let m = unsafe { RawMutex::from_ptr(&mut storage) };
+        let class = class_of(m);
+        class.policy.mode.store(Mode::Sleep as u8, Relaxed);
+        assert!(!hands_off(m), "a sleeper in sleep mode waits as under futex");
+        class.policy.mode.store(Mode::Spin as u8, Relaxed);
+        assert!(hands_off(m), "a sleeper in spin mode may ask, so that spinners cannot starve it");
+    }
+
+    #[test]
     fn rounds_alternate_which_mode_goes_first_from_the_class_s_own() {
         use Mode::*;
         let order: Vec<Mode> = (0..6).map(|p| phase_mode(p, Spin)).collect();
