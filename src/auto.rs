@@ -279,11 +279,14 @@ impl Class {
         self.new_window();
         let from = Mode::from_u8(self.policy.mode.swap(to as u8, Relaxed));
         if from != to || because.is_experiment() {
-            // Named as the statistics name call sites: by the call instruction, one byte
-            // before the return address.
-            let name = self.key() - usize::from(self.policy.call_site.load(Relaxed));
-            observe::policy_changed(name, from.name(), to.name(), because);
+            observe::policy_changed(self.trace_key(), from.name(), to.name(), because);
         }
+    }
+
+    /// The key the trace names the class by: as the statistics name call sites, by the
+    /// call instruction, one byte before the return address.
+    fn trace_key(&self) -> usize {
+        self.key() - usize::from(self.policy.call_site.load(Relaxed))
     }
 
     /// One spin (or probe) ended, after `pauses`, won or not: judges the window when it
@@ -574,6 +577,19 @@ impl Outcome {
     }
 }
 
+/// What one phase of an experiment measured, for the trace: the phase's place in the
+/// experiment and its mode, the class's acquisitions per second, how many in 1,000 were
+/// contended, the process's CPU per acquisition, and how many CPUs the process kept
+/// busy (in 1/1000: 1000 is one CPU all the time).
+pub struct Phase {
+    pub index: u32,
+    pub mode: Mode,
+    pub per_s: u64,
+    pub contended_permille: u64,
+    pub cpu_ns_per_acq: u64,
+    pub busy_cpus_permille: u64,
+}
+
 struct Experiment {
     /// The experimenting class's index plus one; 0: none.
     class: AtomicU32,
@@ -768,6 +784,17 @@ fn advance(class: &Class, now: u64) {
     e.contended_in[m].fetch_add(contended, Relaxed);
     e.wall_ns[m].fetch_add(elapsed, Relaxed);
     e.cpu_ns[m].fetch_add(cpu, Relaxed);
+    observe::experiment_phase(
+        class.trace_key(),
+        &Phase {
+            index: phase,
+            mode,
+            per_s: counted.saturating_mul(1_000_000_000) / elapsed.max(1),
+            contended_permille: (contended * 1000 / counted.max(1)).min(1000),
+            cpu_ns_per_acq: cpu / counted.max(1),
+            busy_cpus_permille: cpu.saturating_mul(1000) / elapsed.max(1),
+        },
+    );
     let next = phase + 1;
     let outcome = outcome();
     // An experiment stops early when its first spin phase finds the lock hardly

@@ -132,7 +132,7 @@ fn auto_run() -> &'static (String, serde_json::Value) {
         let dir = scratch();
         let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
         let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
-        cmd.env("SPINMUTEX_TRACE", "spinmutex=info")
+        cmd.env("SPINMUTEX_TRACE", "spinmutex=info,spinmutex::auto=debug")
             .env("SPINMUTEX_TRACE_FORMAT", "json")
             .env("SPINMUTEX_TRACE_FILE", &trace)
             .env("SPINMUTEX_STATS", "json")
@@ -176,6 +176,17 @@ fn a_class_held_long_learns_to_sleep() {
     for field in ["class", "because"] {
         assert!(change[field].is_string(), "the policy event lacks {field}: {change}");
     }
+    // `spinmutex::auto=debug` adds each experiment's phases, and nothing else.
+    let measured = events.iter().find(|e| e["because"] == "measured").expect("no experiment in the trace");
+    let phase = events
+        .iter()
+        .find(|e| e["event"] == "phase" && e["class"] == measured["class"])
+        .unwrap_or_else(|| panic!("no phase event of the class of {measured}"));
+    assert!(phase["mode"] == "spin" || phase["mode"] == "sleep", "{phase}");
+    for field in ["phase", "per_s", "contended_permille", "cpu_ns", "busy_cpus_permille"] {
+        assert!(phase[field].is_u64(), "the phase event lacks {field}: {phase}");
+    }
+    assert!(events.iter().all(|e| e["event"] == "policy" || e["event"] == "phase"), "{trace}");
 }
 
 fn every_class_reports_its_policy() {

@@ -231,6 +231,14 @@ pub fn policy_changed(class: usize, from: &'static str, to: &'static str, becaus
     }
 }
 
+/// One phase of an experiment of `auto`'s lock class `class` ended.
+#[cold]
+pub fn experiment_phase(class: usize, phase: &crate::auto::Phase) {
+    if tracing() {
+        guarded(|| trace::phase(class, phase));
+    }
+}
+
 pub fn gave_up_spinning(m: &RawMutex, spun: u32, budget: u32, why: GiveUp) {
     if tracing() {
         guarded(|| trace::spin_give_up(m.addr(), why.name(), spun, budget));

@@ -186,12 +186,10 @@ pub fn simple(mutex: usize, event: &'static str) {
     }
 }
 
-/// `auto` changed a lock class's mode. The class is named as the statistics report
-/// names a call site: the module's file name and the offset (or the bare address where
-/// the module is not known), cut to fit the event's line.
-#[inline(never)]
-pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) {
-    use crate::auto::Because;
+/// An `auto` lock class, named as the statistics report names a call site: the
+/// module's file name and the offset (or the bare address where the module is not
+/// known), cut to fit the event's line.
+fn class_name(key: usize) -> LineBuf<64> {
     let mut name: LineBuf<64> = LineBuf::new();
     match super::callsite::locate(key, true) {
         Some(at) => {
@@ -201,6 +199,14 @@ pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) 
         }
         None => name.push_hex(key as u64),
     };
+    name
+}
+
+/// `auto` changed a lock class's mode, or an experiment kept it.
+#[inline(never)]
+pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) {
+    use crate::auto::Because;
+    let name = class_name(key);
     let class = core::str::from_utf8(name.as_bytes()).unwrap_or("?");
     match *because {
         Because::SpinsLose { wins, spins, spent_ns, saved_ns } => tracing::info!(
@@ -242,6 +248,25 @@ pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) 
             sleep_contended_permille = o.contended_permille[1]
         ),
     }
+}
+
+/// One phase of an `auto` experiment ended. Target `spinmutex::auto`, so that a filter
+/// can add these to the policy events alone (`info,spinmutex::auto=debug`).
+#[inline(never)]
+pub fn phase(key: usize, p: &crate::auto::Phase) {
+    let name = class_name(key);
+    let class = core::str::from_utf8(name.as_bytes()).unwrap_or("?");
+    tracing::debug!(
+        target: "spinmutex::auto",
+        event = "phase",
+        class,
+        phase = p.index,
+        mode = p.mode.name(),
+        per_s = p.per_s,
+        contended_permille = p.contended_permille,
+        cpu_ns = p.cpu_ns_per_acq,
+        busy_cpus_permille = p.busy_cpus_permille
+    );
 }
 
 // Reader-writer lock events: the lock's address is the `rwlock` field, and `mode` says
