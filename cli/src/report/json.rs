@@ -24,6 +24,8 @@ pub struct TraceJson {
     pub processes: BTreeMap<u64, StatsJson>,
     /// Hottest first.
     pub mutexes: Vec<MutexJson>,
+    /// `auto`'s lock classes, with every policy event of each.
+    pub policies: Vec<PolicyJson>,
 }
 
 #[derive(Serialize)]
@@ -60,6 +62,17 @@ pub struct MutexJson {
     pub call_site: Option<String>,
     #[serde(flatten)]
     pub stats: StatsJson,
+}
+
+#[derive(Serialize)]
+pub struct PolicyJson {
+    pub class: String,
+    pub pid: u64,
+    pub mode: String,
+    pub experiments: usize,
+    pub changes: usize,
+    pub phases: u64,
+    pub events: Vec<PolicyEvent>,
 }
 
 pub(super) fn buckets(h: &Hist) -> Vec<[u64; 2]> {
@@ -105,6 +118,19 @@ impl TraceJson {
                     strategy: k.strategy.clone(),
                     call_site: t.site(k).map(str::to_string),
                     stats: StatsJson::of(t, s),
+                })
+                .collect(),
+            policies: t
+                .policies
+                .iter()
+                .map(|((pid, class), p)| PolicyJson {
+                    class: class.clone(),
+                    pid: *pid,
+                    mode: p.mode().to_string(),
+                    experiments: p.experiments(),
+                    changes: p.changes(),
+                    phases: p.phases,
+                    events: p.events.clone(),
                 })
                 .collect(),
         }

@@ -275,3 +275,43 @@ fn reads_non_utf8_lines_as_malformed() {
     assert_eq!((t.events, t.malformed), (1, 1));
     assert_eq!(t.by_strategy["futex"].count("wake"), 1);
 }
+
+#[test]
+fn auto_s_policy_events_are_a_history_per_lock_class_not_a_mutex() {
+    let mut t = Trace::default();
+    let class = r#""pid":7,"tid":8,"strategy":"auto","class":"app+0x1234""#;
+    t.add_line(&format!(
+        r#"{{"ts_ns":1000,{class},"level":"DEBUG","event":"phase","phase":0,"mode":"spin","per_s":5}}"#
+    ));
+    t.add_line(&format!(
+        r#"{{"ts_ns":2000000,{class},"level":"INFO","event":"policy","from":"spin","to":"sleep","because":"measured","spin_per_s":2700000,"sleep_per_s":6600000,"spin_cpu_ns":792,"sleep_cpu_ns":217,"spin_contended_permille":814,"sleep_contended_permille":100}}"#
+    ));
+    t.add_line(&format!(
+        r#"{{"ts_ns":3000000,{class},"level":"INFO","event":"policy","from":"sleep","to":"sleep","because":"uncontended","spin_per_s":9000,"sleep_per_s":0,"spin_cpu_ns":80,"sleep_cpu_ns":0,"spin_contended_permille":3,"sleep_contended_permille":0}}"#
+    ));
+    t.add_line(r#"{"pid":7,"tid":8,"strategy":"auto","level":"INFO","event":"policy","class":"lib+0x10","from":"spin","to":"sleep","because":"spins_lose","wins":2,"spins":64,"spent_ns":90000,"saved_ns":16000}"#);
+    assert!(t.unknown_events.is_empty(), "{:?}", t.unknown_events);
+    assert!(t.by_mutex.is_empty(), "a class's events name no mutex: {:?}", t.by_mutex.keys());
+    let p = &t.policies[&(7, "app+0x1234".to_string())];
+    assert_eq!((p.mode(), p.experiments(), p.changes(), p.phases), ("sleep", 2, 1, 1));
+    assert_eq!(p.events[0].figures["sleep_per_s"], 6600000);
+    let text = render_text(&t, "t.json", 20, false);
+    assert!(text.contains("== auto: lock class policies =="), "{text}");
+    assert!(
+        text.contains("spin -> sleep  measured: spin 2.7M/s (792ns CPU, 814‰ contended); sleep 6.6M/s"),
+        "{text}"
+    );
+    assert!(text.contains("uncontended: spin 9.0k/s"), "{text}");
+    assert!(text.contains("2 of 64 spins won: they cost 90.0µs and saved 16.0µs"), "{text}");
+    assert!(!text.contains("Hottest mutexes"), "no lock events, no table of locks: {text}");
+    let json = serde_json::to_value(TraceJson::of(&t)).unwrap();
+    assert_eq!(json["policies"][0]["class"], "app+0x1234");
+    assert_eq!(json["policies"][0]["events"][0]["figures"]["spin_cpu_ns"], 792);
+}
+
+#[test]
+fn reader_writer_lock_events_are_named_by_their_lock() {
+    let mut t = Trace::default();
+    t.add_line(r#"{"pid":1,"tid":2,"strategy":"spin","rwlock":"0xb0","mode":"read","event":"acquired","how":"sleep","spins":0,"sleeps":1,"wait_ns":50}"#);
+    assert_eq!(t.by_mutex.keys().map(|k| k.mutex.as_str()).collect::<Vec<_>>(), ["0xb0"]);
+}

@@ -206,12 +206,12 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
     h.extend(ACQ_HEADER.iter().map(|s| s.to_string()));
     table.header.push(h);
     for (pid, s) in &t.by_pid {
-        let strategies: BTreeSet<&str> =
-            t.by_mutex.keys().filter(|k| k.pid == *pid).map(|k| k.strategy.as_str()).collect();
+        let strategies: Vec<&str> =
+            t.pid_strategies.get(pid).into_iter().flatten().map(String::as_str).collect();
         let mutexes = t.by_mutex.keys().filter(|k| k.pid == *pid).count();
         let mut row = vec![
             pid.to_string(),
-            strategies.into_iter().collect::<Vec<_>>().join(","),
+            strategies.join(","),
             s.events.values().sum::<u64>().to_string(),
             mutexes.to_string(),
         ];
@@ -261,8 +261,13 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
         }
     }
 
+    render_policies(&mut out, t);
+
     // Per mutex.
     let hot = t.hottest();
+    if hot.is_empty() {
+        return out;
+    }
     let shown = hot.len().min(top);
     let with_sites = hot.iter().take(top).any(|(k, _)| t.site(k).is_some());
     let _ = writeln!(out, "\n== Hottest mutexes ({shown} of {}, by contended acquisitions) ==\n", hot.len());
@@ -307,4 +312,44 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
         }
     }
     out
+}
+
+/// Policy events shown per class: the most recent.
+const POLICY_HISTORY: usize = 8;
+
+/// `auto`'s lock classes: the mode each was last seen in, then its recent decisions with
+/// the measurements behind them, timed from the trace's first event.
+fn render_policies(out: &mut String, t: &Trace) {
+    if t.policies.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n== auto: lock class policies ==\n");
+    let mut table = Table::new(1);
+    table
+        .header
+        .push(["class", "pid", "mode", "experiments", "changes", "phases"].map(String::from).to_vec());
+    for ((pid, class), p) in &t.policies {
+        table.rows.push(vec![
+            class.clone(),
+            pid.to_string(),
+            p.mode().to_string(),
+            p.experiments().to_string(),
+            p.changes().to_string(),
+            p.phases.to_string(),
+        ]);
+    }
+    out.push_str(&table.render());
+    let start = t.first_ts.unwrap_or(0);
+    for ((pid, class), p) in &t.policies {
+        let _ = writeln!(out, "\n-- class {class} (pid {pid}): {} --", p.mode());
+        let skip = p.events.len().saturating_sub(POLICY_HISTORY);
+        if skip > 0 {
+            let _ = writeln!(out, "  ({skip} earlier event{})", if skip == 1 { "" } else { "s" });
+        }
+        for e in &p.events[skip..] {
+            let at =
+                e.ts_ns.map_or("-".to_string(), |ts| format!("+{}", fmt_ns(ts.saturating_sub(start) as f64)));
+            let _ = writeln!(out, "  {at:>9}  {} -> {}  {}: {}", e.from, e.to, e.because, e.detail);
+        }
+    }
 }

@@ -153,7 +153,107 @@ pub(super) const KNOWN_EVENTS: &[&str] = &[
     "timeout",
     "forward",
     "dropped",
+    "policy",
+    "phase",
 ];
+
+/// One `policy` event of `auto`: a lock class changed mode, or an experiment kept it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PolicyEvent {
+    pub ts_ns: Option<u64>,
+    pub from: String,
+    pub to: String,
+    pub because: String,
+    /// The measurements behind it, in words.
+    pub detail: String,
+    /// The same, as the event's figures (`spin_per_s`, `wins`, ...).
+    pub figures: BTreeMap<String, u64>,
+}
+
+/// What a trace says of one `auto` lock class: its policy events in order, and how many
+/// experiment phases it ran.
+#[derive(Debug, Default)]
+pub struct ClassPolicy {
+    pub events: Vec<PolicyEvent>,
+    pub phases: u64,
+}
+
+impl ClassPolicy {
+    /// The mode the class was last seen in.
+    pub fn mode(&self) -> &str {
+        self.events.last().map_or("?", |e| e.to.as_str())
+    }
+
+    pub fn changes(&self) -> usize {
+        self.events.iter().filter(|e| e.from != e.to).count()
+    }
+
+    pub fn experiments(&self) -> usize {
+        self.events.iter().filter(|e| e.because == "measured" || e.because == "uncontended").count()
+    }
+}
+
+/// Acquisitions per second, short: `950/s`, `12.3k/s`, `4.1M/s`.
+fn rate(v: u64) -> String {
+    match v {
+        0..1_000 => format!("{v}/s"),
+        1_000..1_000_000 => format!("{:.1}k/s", v as f64 / 1e3),
+        _ => format!("{:.1}M/s", v as f64 / 1e6),
+    }
+}
+
+impl PolicyEvent {
+    fn of(r: &Record) -> PolicyEvent {
+        let n = |k: &str| r.u64(k).unwrap_or(0);
+        let ns = |k: &str| super::text::fmt_ns(n(k) as f64);
+        let because = r.str("because").unwrap_or("?").to_string();
+        let detail = match because.as_str() {
+            "measured" | "uncontended" => {
+                let mode = |m: &str| {
+                    format!(
+                        "{m} {} ({}ns CPU, {}‰ contended)",
+                        rate(n(&format!("{m}_per_s"))),
+                        n(&format!("{m}_cpu_ns")),
+                        n(&format!("{m}_contended_permille"))
+                    )
+                };
+                if n("sleep_per_s") == 0 {
+                    mode("spin")
+                } else {
+                    format!("{}; {}", mode("spin"), mode("sleep"))
+                }
+            }
+            "spins_lose" => format!(
+                "{} of {} spins won: they cost {} and saved {}",
+                n("wins"),
+                n("spins"),
+                ns("spent_ns"),
+                ns("saved_ns")
+            ),
+            "probes_win" => format!(
+                "{} of {} probes won: spinning would cost {} and save {}",
+                n("wins"),
+                n("probes"),
+                ns("spent_ns"),
+                ns("saved_ns")
+            ),
+            _ => String::new(),
+        };
+        PolicyEvent {
+            ts_ns: r.u64("ts_ns"),
+            from: r.str("from").unwrap_or("?").to_string(),
+            to: r.str("to").unwrap_or("?").to_string(),
+            because,
+            detail,
+            figures: r
+                .0
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "ts_ns" | "pid" | "tid"))
+                .filter_map(|k| Some((k.clone(), r.u64(k)?)))
+                .collect(),
+        }
+    }
+}
 
 /// A whole trace, summarised.
 #[derive(Default, Debug)]
@@ -172,6 +272,10 @@ pub struct Trace {
     pub by_strategy: BTreeMap<String, Stats>,
     pub by_mutex: HashMap<MutexKey, Stats>,
     pub by_pid: BTreeMap<u64, Stats>,
+    /// The strategies each process's events name.
+    pub pid_strategies: BTreeMap<u64, BTreeSet<String>>,
+    /// `auto`'s lock classes, by pid and class name.
+    pub policies: BTreeMap<(u64, String), ClassPolicy>,
     /// Events by their `level` (TRACE, DEBUG, WARN).
     pub levels: BTreeMap<String, u64>,
     /// The call site of a mutex (pid, address), from the statistics reports read with
@@ -263,14 +367,22 @@ impl Trace {
             self.dropped += r.u64("count").unwrap_or(0);
             return pid;
         }
+        if event == "policy" || event == "phase" {
+            let class = (pid.unwrap_or(0), r.str("class").unwrap_or("?").to_string());
+            let policy = self.policies.entry(class).or_default();
+            match event.as_str() {
+                "policy" => policy.events.push(PolicyEvent::of(&r)),
+                _ => policy.phases += 1,
+            }
+        }
         let strategy = r.str("strategy").unwrap_or("?").to_string();
-        let key = MutexKey {
-            mutex: r.str("mutex").unwrap_or("?").to_string(),
-            pid: pid.unwrap_or(0),
-            strategy: strategy.clone(),
-        };
+        // Events of a lock class name no lock.
+        if let Some(lock) = r.str("mutex").or_else(|| r.str("rwlock")) {
+            let key = MutexKey { mutex: lock.to_string(), pid: pid.unwrap_or(0), strategy: strategy.clone() };
+            self.by_mutex.entry(key).or_default().add(&event, &r);
+        }
+        self.pid_strategies.entry(pid.unwrap_or(0)).or_default().insert(strategy.clone());
         self.by_strategy.entry(strategy).or_default().add(&event, &r);
-        self.by_mutex.entry(key).or_default().add(&event, &r);
         self.by_pid.entry(pid.unwrap_or(0)).or_default().add(&event, &r);
         pid
     }
