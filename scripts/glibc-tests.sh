@@ -110,6 +110,16 @@ if [ "$LIST_ONLY" -eq 0 ] && [ ! -f "$LIB" ]; then
 fi
 LIB="$(cd "$(dirname "$LIB")" && pwd)/$(basename "$LIB")"
 
+# Beyond the driver's own timeout (TIMEOUT × TIMEOUTFACTOR), a bound for tests whose
+# TIMEOUT is effectively none (the lock loop's). Read before the SPINMUTEX_ variables
+# are cleared below: this one is the script's, not the library's.
+HARD_LIMIT="${SPINMUTEX_GLIBC_TESTS_HARD_LIMIT:-600}"
+case "$HARD_LIMIT" in
+    '' | *[!0-9]* | 0)
+        echo "glibc-tests: SPINMUTEX_GLIBC_TESTS_HARD_LIMIT=$HARD_LIMIT is not a whole number of seconds above 0" >&2
+        exit 2 ;;
+esac
+
 # The tests see only the settings of their configuration.
 unset LD_PRELOAD
 while read -r var; do unset "$var"; done < <(compgen -e | grep '^SPINMUTEX_')
@@ -257,10 +267,6 @@ declare -A FEWER=(
     [tst-rwlock-tryrdlock-stall]="futex spin kernel auto"
     [tst-rwlock-trywrlock-stall]="futex spin kernel auto"
 )
-# Beyond the driver's own timeout (TIMEOUT × TIMEOUTFACTOR), a bound for tests whose
-# TIMEOUT is effectively none (the lock loop's).
-HARD_LIMIT="${SPINMUTEX_GLIBC_TESTS_HARD_LIMIT:-600}"
-
 RESULTS="$CACHE/results"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
