@@ -64,7 +64,8 @@
 //! hot classes at once, the others' CPU is noise in each experiment.
 //!
 //! Every change of mode, and every experiment's outcome, is a trace event (`policy`,
-//! with the class, the mode before and after, why, and the measurements behind it), and
+//! with the class, the mode before and after, why, and the measurements behind it); each
+//! phase of an experiment is one too, at `debug` (`phase`, target `spinmutex::auto`); and
 //! the statistics report shows each class's mode and how many contended acquisitions
 //! each mode served.
 //!
