@@ -47,8 +47,12 @@
 //!    phase in the worse mode costs throughput; an experiment whose first two rounds
 //!    leave no doubt stops there. One whose spin phases were hardly contended
 //!    ([`CONTENDED_ENOUGH`]) and found the modes alike compared nothing (typically
-//!    threads that the scheduler has not yet spread over the CPUs): the class keeps
-//!    its mode and tries again soon ([`RETRY_INTERVAL_NS`]). [`choose`] says which mode
+//!    threads that the scheduler has not yet spread over the CPUs, or a lock its
+//!    threads seldom meet on while they wait on another class's): the class takes the
+//!    mode the last experiment that did compare something chose, whichever its class
+//!    (else it keeps its own), and tries again soon ([`RETRY_INTERVAL_NS`]). In a
+//!    program whose locks are alike (`sysbench mutex`: 4 call sites, 4 classes), the
+//!    class that cannot tell then follows those that could. [`choose`] says which mode
 //!    wins: the class's mode stands unless the other is clearly better, since the
 //!    process's CPU time also holds other classes' work. The decision holds until the
 //!    next experiment (the economics of 1. move only a class no experiment has judged:
@@ -613,13 +617,26 @@ struct Experiment {
     contended_in: [AtomicU64; 2],
     wall_ns: [AtomicU64; 2],
     cpu_ns: [AtomicU64; 2],
+    /// See [`Experiment::verdict`].
+    verdict: AtomicU8,
 }
 
 impl Experiment {
     fn before(&self) -> Mode {
         Mode::from_u8(self.before.load(Relaxed))
     }
+
+    /// The mode the last experiment that compared something chose, whichever its class.
+    fn verdict(&self) -> Option<Mode> {
+        match self.verdict.load(Relaxed) {
+            NO_VERDICT => None,
+            v => Some(Mode::from_u8(v)),
+        }
+    }
 }
+
+/// [`Experiment::verdict`] before any experiment compared something.
+const NO_VERDICT: u8 = u8::MAX;
 
 static EXPERIMENT: Experiment = Experiment {
     class: AtomicU32::new(0),
@@ -636,6 +653,7 @@ static EXPERIMENT: Experiment = Experiment {
     contended_in: [AtomicU64::new(0), AtomicU64::new(0)],
     wall_ns: [AtomicU64::new(0), AtomicU64::new(0)],
     cpu_ns: [AtomicU64::new(0), AtomicU64::new(0)],
+    verdict: AtomicU8::new(NO_VERDICT),
 };
 
 /// Acquisitions of the experimenting class, striped by CPU so that counting costs no
@@ -852,12 +870,17 @@ fn decide(class: &Class, o: Outcome, now: u64) {
     class.policy.mode.store(before as u8, Relaxed);
     let last = class.counts.interval_ns.load(Relaxed);
     let interval = if o.compared_nothing() {
-        // Often a start-up effect (threads not yet spread over the CPUs): try again
-        // soon, then less and less often if the lock stays that way.
-        class.set_mode(before, class.measured(), &Because::Uncontended(o));
+        // Often a start-up effect (threads not yet spread over the CPUs), or a lock
+        // its threads seldom meet on while they wait on another class's: the class
+        // takes the verdict of the last experiment that compared something (in a
+        // program with one hot class, its own), tries again soon, then less and less
+        // often if the lock stays that way.
+        let to = EXPERIMENT.verdict().unwrap_or(before);
+        class.set_mode(to, class.measured(), &Because::Uncontended(o));
         (last * 2).clamp(RETRY_INTERVAL_NS, MAX_INTERVAL_NS)
     } else {
         let to = choose(&o, before);
+        EXPERIMENT.verdict.store(to as u8, Relaxed);
         class.set_mode(to, true, &Because::Measured(o));
         if before == to {
             (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
@@ -946,6 +969,32 @@ mod tests {
         assert!(!hands_off(m), "a sleeper in sleep mode waits as under futex");
         class.policy.mode.store(Mode::Spin as u8, Relaxed);
         assert!(hands_off(m), "a sleeper in spin mode may ask, so that spinners cannot starve it");
+    }
+
+    #[test]
+    fn a_class_whose_experiment_compared_nothing_takes_the_last_verdict() {
+        let mut storage: libc::pthread_mutex_t = libc::PTHREAD_MUTEX_INITIALIZER;
+        // SAFETY: `storage` is a mutex, alive for the whole test.
+        let m = unsafe { RawMutex::from_ptr(&mut storage) };
+        let class = class_of(m);
+        let mut uncontended = outcome(300, 0, 50, 0);
+        uncontended.contended_permille = [0, 0];
+        assert!(uncontended.compared_nothing());
+        // No experiment has compared anything yet (no other test sets a verdict): the
+        // class keeps its mode.
+        EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
+        decide(class, uncontended, 0);
+        assert_eq!(class.mode(), Mode::Spin);
+        // Another class's experiment chose sleep: this one follows it.
+        EXPERIMENT.verdict.store(Mode::Sleep as u8, Relaxed);
+        EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
+        decide(class, uncontended, 0);
+        assert_eq!(class.mode(), Mode::Sleep);
+        // An experiment that compared something decides for itself, and is the verdict
+        // the next one that cannot tell will follow.
+        EXPERIMENT.before.store(Mode::Sleep as u8, Relaxed);
+        decide(class, outcome(300, 100, 50, 80), 0);
+        assert_eq!((class.mode(), EXPERIMENT.verdict()), (Mode::Spin, Some(Mode::Spin)));
     }
 
     #[test]
