@@ -803,17 +803,10 @@ fn advance(class: &Class, now: u64) {
     e.contended_in[m].fetch_add(contended, Relaxed);
     e.wall_ns[m].fetch_add(elapsed, Relaxed);
     e.cpu_ns[m].fetch_add(cpu, Relaxed);
-    observe::experiment_phase(
-        class.trace_key(),
-        &Phase {
-            index: phase,
-            mode,
-            per_s: counted.saturating_mul(1_000_000_000) / elapsed.max(1),
-            contended_permille: (contended * 1000 / counted.max(1)).min(1000),
-            cpu_ns_per_acq: cpu / counted.max(1),
-            busy_cpus_permille: cpu.saturating_mul(1000) / elapsed.max(1),
-        },
-    );
+    let (per_s, cpu_ns_per_acq, contended_permille) = rates(counted, contended, elapsed, cpu);
+    let busy_cpus_permille = cpu.saturating_mul(1000) / elapsed.max(1);
+    let figures = Phase { index: phase, mode, per_s, contended_permille, cpu_ns_per_acq, busy_cpus_permille };
+    observe::experiment_phase(class.trace_key(), &figures);
     let next = phase + 1;
     let outcome = outcome();
     // An experiment stops early when its first spin phase finds the lock hardly
@@ -827,15 +820,26 @@ fn advance(class: &Class, now: u64) {
     decide(class, outcome, now);
 }
 
+/// What `acquisitions` of a class, `contended` of them, over `wall_ns` with `cpu_ns` of
+/// the process's CPU come to: acquisitions per second, CPU nanoseconds per acquisition,
+/// and the contended share in 1/1000.
+fn rates(acquisitions: u64, contended: u64, wall_ns: u64, cpu_ns: u64) -> (u64, u64, u64) {
+    let per_s = acquisitions.saturating_mul(1_000_000_000) / wall_ns.max(1);
+    let cpu_ns_per_acq = cpu_ns / acquisitions.max(1);
+    let contended_permille = (contended * 1000 / acquisitions.max(1)).min(1000);
+    (per_s, cpu_ns_per_acq, contended_permille)
+}
+
 fn outcome() -> Outcome {
     let e = &EXPERIMENT;
     let mut o = Outcome::default();
     for m in 0..2 {
-        let acq = e.acquisitions[m].load(Relaxed);
-        let wall = e.wall_ns[m].load(Relaxed).max(1);
-        o.per_s[m] = acq.saturating_mul(1_000_000_000) / wall;
-        o.cpu_ns_per_acq[m] = e.cpu_ns[m].load(Relaxed) / acq.max(1);
-        o.contended_permille[m] = (e.contended_in[m].load(Relaxed) * 1000 / acq.max(1)).min(1000);
+        (o.per_s[m], o.cpu_ns_per_acq[m], o.contended_permille[m]) = rates(
+            e.acquisitions[m].load(Relaxed),
+            e.contended_in[m].load(Relaxed),
+            e.wall_ns[m].load(Relaxed),
+            e.cpu_ns[m].load(Relaxed),
+        );
     }
     o
 }

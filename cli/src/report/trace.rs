@@ -367,13 +367,11 @@ impl Trace {
             self.dropped += r.u64("count").unwrap_or(0);
             return pid;
         }
-        if event == "policy" || event == "phase" {
-            let class = (pid.unwrap_or(0), r.str("class").unwrap_or("?").to_string());
-            let policy = self.policies.entry(class).or_default();
-            match event.as_str() {
-                "policy" => policy.events.push(PolicyEvent::of(&r)),
-                _ => policy.phases += 1,
-            }
+        let class = || (pid.unwrap_or(0), r.str("class").unwrap_or("?").to_string());
+        match event.as_str() {
+            "policy" => self.policies.entry(class()).or_default().events.push(PolicyEvent::of(&r)),
+            "phase" => self.policies.entry(class()).or_default().phases += 1,
+            _ => {}
         }
         let strategy = r.str("strategy").unwrap_or("?").to_string();
         // Events of a lock class name no lock.
