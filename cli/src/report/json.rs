@@ -72,7 +72,10 @@ pub struct PolicyJson {
     pub experiments: usize,
     pub changes: usize,
     pub phases: u64,
+    /// The latest policy events, at most [`KEPT_POLICY_EVENTS`], oldest first.
     pub events: Vec<PolicyEvent>,
+    /// Policy events before those.
+    pub earlier_events: u64,
 }
 
 pub(super) fn buckets(h: &Hist) -> Vec<[u64; 2]> {
@@ -130,7 +133,8 @@ impl TraceJson {
                     experiments: p.experiments(),
                     changes: p.changes(),
                     phases: p.phases,
-                    events: p.events.clone(),
+                    events: p.events.iter().cloned().collect(),
+                    earlier_events: p.earlier,
                 })
                 .collect(),
         }

@@ -315,3 +315,22 @@ fn reader_writer_lock_events_are_named_by_their_lock() {
     t.add_line(r#"{"pid":1,"tid":2,"strategy":"spin","rwlock":"0xb0","mode":"read","event":"acquired","how":"sleep","spins":0,"sleeps":1,"wait_ns":50}"#);
     assert_eq!(t.by_mutex.keys().map(|k| k.mutex.as_str()).collect::<Vec<_>>(), ["0xb0"]);
 }
+
+#[test]
+fn a_class_keeps_its_latest_policy_events_and_counts_the_rest() {
+    let mut t = Trace::default();
+    let n = KEPT_POLICY_EVENTS + 5;
+    for i in 0..n {
+        t.add_line(&format!(
+            r#"{{"ts_ns":{i},"pid":7,"strategy":"auto","event":"policy","class":"c","from":"spin","to":"sleep","because":"measured","spin_per_s":{i},"sleep_per_s":1}}"#
+        ));
+    }
+    let p = &t.policies[&(7, "c".to_string())];
+    assert_eq!((p.events.len(), p.earlier, p.experiments(), p.changes()), (KEPT_POLICY_EVENTS, 5, n, n));
+    assert_eq!(p.events[0].figures["spin_per_s"], 5, "the oldest kept is the sixth");
+    let text = render_text(&t, "t.json", 20, false);
+    assert!(text.contains(&format!("({} earlier events)", n - 8)), "{text}");
+    let json = serde_json::to_value(TraceJson::of(&t)).unwrap();
+    assert_eq!(json["policies"][0]["earlier_events"], 5);
+    assert_eq!(json["policies"][0]["events"].as_array().unwrap().len(), KEPT_POLICY_EVENTS);
+}

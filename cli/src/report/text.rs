@@ -343,10 +343,11 @@ fn render_policies(out: &mut String, t: &Trace) {
     for ((pid, class), p) in &t.policies {
         let _ = writeln!(out, "\n-- class {class} (pid {pid}): {} --", p.mode());
         let skip = p.events.len().saturating_sub(POLICY_HISTORY);
-        if skip > 0 {
-            let _ = writeln!(out, "  ({skip} earlier event{})", if skip == 1 { "" } else { "s" });
+        let earlier = p.earlier + skip as u64;
+        if earlier > 0 {
+            let _ = writeln!(out, "  ({earlier} earlier event{})", if earlier == 1 { "" } else { "s" });
         }
-        for e in &p.events[skip..] {
+        for e in p.events.iter().skip(skip) {
             let at =
                 e.ts_ns.map_or("-".to_string(), |ts| format!("+{}", fmt_ns(ts.saturating_sub(start) as f64)));
             let _ = writeln!(out, "  {at:>9}  {} -> {}  {}: {}", e.from, e.to, e.because, e.detail);

@@ -1,7 +1,7 @@
 //! Aggregating trace events: per process, per strategy and per mutex, event counts, how
 //! contended acquisitions ended, wait statistics and log2 histograms.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::BufRead;
 
 use super::input::*;
@@ -170,26 +170,44 @@ pub struct PolicyEvent {
     pub figures: BTreeMap<String, u64>,
 }
 
-/// What a trace says of one `auto` lock class: its policy events in order, and how many
+/// Policy events kept per class, the most recent: a class experiments every few seconds
+/// at most, so this covers hours, and a trace of days does not take gigabytes to read.
+pub const KEPT_POLICY_EVENTS: usize = 1_000;
+
+/// What a trace says of one `auto` lock class: its latest policy events in order (and
+/// how many came before them), its experiments and mode changes, and how many
 /// experiment phases it ran.
 #[derive(Debug, Default)]
 pub struct ClassPolicy {
-    pub events: Vec<PolicyEvent>,
+    pub events: VecDeque<PolicyEvent>,
+    pub earlier: u64,
+    experiments: usize,
+    changes: usize,
     pub phases: u64,
 }
 
 impl ClassPolicy {
+    fn add(&mut self, e: PolicyEvent) {
+        self.experiments += usize::from(e.because == "measured" || e.because == "uncontended");
+        self.changes += usize::from(e.from != e.to);
+        self.events.push_back(e);
+        if self.events.len() > KEPT_POLICY_EVENTS {
+            self.events.pop_front();
+            self.earlier += 1;
+        }
+    }
+
     /// The mode the class was last seen in.
     pub fn mode(&self) -> &str {
-        self.events.last().map_or("?", |e| e.to.as_str())
+        self.events.back().map_or("?", |e| e.to.as_str())
     }
 
     pub fn changes(&self) -> usize {
-        self.events.iter().filter(|e| e.from != e.to).count()
+        self.changes
     }
 
     pub fn experiments(&self) -> usize {
-        self.events.iter().filter(|e| e.because == "measured" || e.because == "uncontended").count()
+        self.experiments
     }
 }
 
@@ -369,7 +387,7 @@ impl Trace {
         }
         let class = || (pid.unwrap_or(0), r.str("class").unwrap_or("?").to_string());
         match event.as_str() {
-            "policy" => self.policies.entry(class()).or_default().events.push(PolicyEvent::of(&r)),
+            "policy" => self.policies.entry(class()).or_default().add(PolicyEvent::of(&r)),
             "phase" => self.policies.entry(class()).or_default().phases += 1,
             _ => {}
         }
