@@ -3,7 +3,8 @@
  *
  * T threads share one pthread mutex. Each iteration: lock, L "pause" instructions
  * (the load), increment a shared counter, unlock, then L pauses outside the lock.
- * The threads start together on a barrier and run for a fixed duration.
+ * The threads start together on a barrier and run for a fixed duration, or, with
+ * --ops, until a fixed amount of work is done.
  *
  * --layout alone   the mutex and the counter on cache lines of their own;
  * --layout shared  both on one line, as in a struct holding a lock and its data: the
@@ -16,10 +17,16 @@
  *                  only when C has nothing else to do.
  * --mixed S        two lock classes of opposite needs: threads 0..S-1 share a second
  *                  mutex (made at another call site, alone on its line) and hold it
- *                  for a long computation (SLOW_HOLD_NS of pauses, then as long
- *                  outside), while the others run the usual loop on the first. More
- *                  threads than CPUs: a thread spinning for the slow lock takes a CPU
- *                  the others need. The output adds each class's operations.
+ *                  for a long computation (--slow-hold-ns of pauses, default 50 µs,
+ *                  then --slow-gap-ns outside, default as long), while the others run
+ *                  the usual loop on the first. More threads than CPUs: a thread
+ *                  spinning for the slow lock takes a CPU the others need. The output
+ *                  adds each class's operations.
+ * --ops N          fixed work: the threads of the first mutex stop once its counter
+ *                  reaches N, and with --mixed, those of the slow one once its counter
+ *                  reaches --slow-ops M. The output adds when each class finished, so
+ *                  the wall time measures the policy (with a fixed duration it is
+ *                  always the duration). The control's threads loop N / T times each.
  *
  * Linked into the `spinmutex` command only (never into the preloaded library); the
  * command runs it as `spinmutex __workload ARGS...` in a child process with
@@ -32,6 +39,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -59,6 +67,7 @@ struct worker {
     unsigned long index;
     unsigned long ops;
     unsigned long waits_recorded;
+    uint64_t done_ns; /* when the thread stopped */
     uint64_t *waits; /* WAIT_SLOTS nanosecond samples (ring) */
     char pad[64];
 };
@@ -77,14 +86,21 @@ static struct {
 } __attribute__((aligned(64))) counter_alone;
 _Static_assert(sizeof(struct together) == 64, "the shared layout fits one cache line");
 
-/* --mixed: the slow class's lock and counter, and how many threads use it. */
-#define SLOW_HOLD_NS 50000
+/* --mixed: the slow class's lock and counter, how many threads use it, and how long
+ * they hold it and stay away from it. */
 static struct {
     pthread_mutex_t lock;
     unsigned long counter;
 } __attribute__((aligned(64))) slow;
 static unsigned long slow_threads;
-static unsigned slow_pauses;
+static unsigned long slow_hold_ns = 50000, slow_gap_ns = 50000;
+static unsigned slow_hold_pauses, slow_gap_pauses;
+
+/* --ops and --slow-ops: fixed work. A class's threads stop when its counter reaches
+ * its target (0: run for the duration instead). */
+static unsigned long fast_target, slow_target;
+/* The control's share of --ops per thread (0: the duration). */
+static unsigned long control_quota;
 
 static pthread_mutex_t *the_lock;
 static unsigned long *shared_counter; /* only touched under the_lock */
@@ -126,7 +142,7 @@ static int become_idle_on(int cpu)
 static void *control_main(struct worker *w)
 {
     unsigned long ops = 0;
-    while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
+    while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED) && ops != control_quota) {
         spin_load(load);
         ops++;
         spin_load(load);
@@ -141,13 +157,18 @@ static void *slow_main(struct worker *w)
     unsigned long ops = 0;
     while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
         pthread_mutex_lock(&slow.lock);
-        spin_load(slow_pauses);
+        if (slow_target != 0 && slow.counter == slow_target) {
+            pthread_mutex_unlock(&slow.lock);
+            break;
+        }
+        spin_load(slow_hold_pauses);
         ++slow.counter;
         pthread_mutex_unlock(&slow.lock);
         ops++;
-        spin_load(slow_pauses);
+        spin_load(slow_gap_pauses);
     }
     w->ops = ops;
+    w->done_ns = now_ns();
     return NULL;
 }
 
@@ -181,6 +202,10 @@ static void *worker_main(void *arg)
         } else {
             pthread_mutex_lock(the_lock);
         }
+        if (fast_target != 0 && *shared_counter == fast_target) {
+            pthread_mutex_unlock(the_lock);
+            break;
+        }
         spin_load(load);
         ++*shared_counter;
         pthread_mutex_unlock(the_lock);
@@ -189,6 +214,7 @@ static void *worker_main(void *arg)
     }
     w->ops = ops;
     w->waits_recorded = recorded;
+    w->done_ns = now_ns();
     return NULL;
 }
 
@@ -226,7 +252,8 @@ static int usage(const char *msg)
             "spinmutex __workload: %s\n"
             "usage: spinmutex __workload [--threads N] [--load L] [--duration-ms MS]\n"
             "                            [--layout alone|shared] [--adaptive | --no-lock]\n"
-            "                            [--idle-thread CPU] [--mixed S] [--timeout-s S]\n",
+            "                            [--idle-thread CPU] [--mixed S] [--slow-hold-ns NS]\n"
+            "                            [--slow-gap-ns NS] [--ops N [--slow-ops M]] [--timeout-s S]\n",
             msg);
     return 2;
 }
@@ -271,6 +298,22 @@ int spinmutex_contention_main(int argc, char **argv)
             if (parse_ulong(v, 100000, &slow_threads) != 0 || slow_threads == 0)
                 return usage("--mixed needs a whole number of slow threads, at least 1");
             i++;
+        } else if (strcmp(a, "--slow-hold-ns") == 0) {
+            if (parse_ulong(v, 1000000000, &slow_hold_ns) != 0)
+                return usage("--slow-hold-ns needs a whole number of nanoseconds");
+            i++;
+        } else if (strcmp(a, "--slow-gap-ns") == 0) {
+            if (parse_ulong(v, 1000000000, &slow_gap_ns) != 0)
+                return usage("--slow-gap-ns needs a whole number of nanoseconds");
+            i++;
+        } else if (strcmp(a, "--ops") == 0) {
+            if (parse_ulong(v, ULONG_MAX - 1, &fast_target) != 0 || fast_target == 0)
+                return usage("--ops needs a whole number of acquisitions, at least 1");
+            i++;
+        } else if (strcmp(a, "--slow-ops") == 0) {
+            if (parse_ulong(v, ULONG_MAX - 1, &slow_target) != 0 || slow_target == 0)
+                return usage("--slow-ops needs a whole number of acquisitions, at least 1");
+            i++;
         } else if (strcmp(a, "--threads") == 0) {
             if (parse_ulong(v, 100000, &threads) != 0 || threads == 0)
                 return usage("--threads needs a whole number from 1 to 100000");
@@ -298,8 +341,16 @@ int spinmutex_contention_main(int argc, char **argv)
         return usage("--adaptive and --no-lock exclude each other");
     if (slow_threads >= threads)
         return usage("--mixed needs fewer slow threads than threads");
-    if (no_lock)
+    int fixed_work = fast_target != 0;
+    if (slow_target != 0 && (slow_threads == 0 || !fixed_work))
+        return usage("--slow-ops needs --mixed and --ops");
+    if (fixed_work && slow_threads != 0 && slow_target == 0)
+        return usage("--ops with --mixed needs --slow-ops: fixed work for both classes");
+    if (no_lock) {
         slow_threads = 0; /* the control: every thread runs the lock-free loop */
+        if (fixed_work)
+            control_quota = fast_target / threads + 1;
+    }
     the_lock = shared_layout ? &together.lock : &lock_alone.lock;
     shared_counter = shared_layout ? &together.counter : &counter_alone.counter;
 
@@ -324,7 +375,9 @@ int spinmutex_contention_main(int argc, char **argv)
 
     double pause_ns = measure_pause_ns();
     if (slow_threads > 0) {
-        slow_pauses = (unsigned)(SLOW_HOLD_NS / (pause_ns > 0.1 ? pause_ns : 0.1));
+        double per = pause_ns > 0.1 ? pause_ns : 0.1;
+        slow_hold_pauses = (unsigned)((double)slow_hold_ns / per);
+        slow_gap_pauses = (unsigned)((double)slow_gap_ns / per);
         if (make_slow_lock() != 0) {
             fprintf(stderr, "spinmutex __workload: pthread_mutex_init failed\n");
             return 3;
@@ -362,19 +415,30 @@ int spinmutex_contention_main(int argc, char **argv)
     pthread_barrier_wait(&start_barrier);
     getrusage(RUSAGE_SELF, &ru0);
     uint64_t start = now_ns();
-    struct timespec nap = {(time_t)(duration_ms / 1000), (long)(duration_ms % 1000) * 1000000L};
-    while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
+    uint64_t stop;
+    if (fixed_work) {
+        for (unsigned long t = 0; t < threads; t++)
+            pthread_join(workers[t].thread, NULL);
+        stop = now_ns();
+    } else {
+        struct timespec nap = {(time_t)(duration_ms / 1000), (long)(duration_ms % 1000) * 1000000L};
+        while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
+        }
+        __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+        stop = now_ns();
+        for (unsigned long t = 0; t < threads; t++)
+            pthread_join(workers[t].thread, NULL);
     }
-    __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
-    uint64_t stop = now_ns();
-    for (unsigned long t = 0; t < threads; t++)
-        pthread_join(workers[t].thread, NULL);
     getrusage(RUSAGE_SELF, &ru1);
     alarm(0);
 
     unsigned long total = 0, min_ops = 0, max_ops = 0, samples = 0, slow_ops = 0;
+    uint64_t fast_done = start, slow_done = start; /* when each class's last thread stopped */
     for (unsigned long t = 0; t < threads; t++) {
         unsigned long ops = workers[t].ops;
+        uint64_t *done = t < slow_threads ? &slow_done : &fast_done;
+        if (workers[t].done_ns > *done)
+            *done = workers[t].done_ns;
         total += ops;
         if (t < slow_threads)
             slow_ops += ops;
@@ -419,6 +483,10 @@ int spinmutex_contention_main(int argc, char **argv)
            ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, *shared_counter, counter_ok);
     if (slow_threads > 0)
         printf(" slow_threads=%lu slow_ops=%lu fast_ops=%lu", slow_threads, slow_ops, total - slow_ops);
+    if (fixed_work)
+        printf(" fast_elapsed_s=%.6f", (double)(fast_done - start) / 1e9);
+    if (fixed_work && slow_threads > 0)
+        printf(" slow_elapsed_s=%.6f", (double)(slow_done - start) / 1e9);
     printf("\n");
     fflush(stdout);
 

@@ -80,7 +80,9 @@ pub struct BenchArgs {
     pub runs: Option<u64>,
 
     /// Length of each run [default: 300, 200 with --quick, and at least 8 ms per thread
-    /// per CPU so that every thread gets several scheduler slices; 2000 for scenarios]
+    /// per CPU so that every thread gets several scheduler slices; 2000 for scenarios].
+    /// `mixed` runs a fixed amount of work instead, sized by it: 2,000 acquisitions of
+    /// the fast lock and 5 of the slow one per ms
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub duration_ms: Option<u64>,
 

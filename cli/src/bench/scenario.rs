@@ -15,7 +15,9 @@
 //!   mutex across a long computation (50 µs), 2 others take another for a few pauses
 //!   at a high rate; 4 threads on however many CPUs, so that a thread spinning for the
 //!   slow lock takes a CPU the others need. One strategy for the whole program cannot
-//!   suit both; the report gives each class's throughput.
+//!   suit both. A run does a fixed amount of work, sized by the run length
+//!   ([`MIXED_FAST_OPS_PER_MS`], [`MIXED_SLOW_OPS_PER_MS`]), so that its wall time
+//!   measures the policy; the report gives each class's time and throughput.
 
 use std::ffi::CString;
 use std::fmt;
@@ -31,6 +33,12 @@ use crate::bench::workload::Hogs;
 pub const LOAD: u64 = 10;
 /// Threads of `mixed` that hold the slow lock.
 pub const MIXED_SLOW_THREADS: u64 = 2;
+/// `mixed`'s work per millisecond of the run length: the fast class's acquisitions
+/// and the slow class's. A 2-vCPU Xeon VM does it in about half the run length under
+/// any of the strategies; the slow class alone needs at least a quarter of it (each of
+/// its acquisitions holds the lock for 50 µs).
+pub const MIXED_FAST_OPS_PER_MS: u64 = 2000;
+pub const MIXED_SLOW_OPS_PER_MS: u64 = 5;
 /// Runs per arm unless `--runs` says otherwise: the idle-owner case is bimodal.
 pub const RUNS: u64 = 7;
 /// Length of a run unless `--duration-ms` says otherwise.
@@ -96,7 +104,8 @@ enum Confine {
 }
 
 impl Stage {
-    pub fn set_up(scenario: Scenario) -> Result<Stage, String> {
+    /// `duration_ms` sizes the work of a scenario that runs a fixed amount of it.
+    pub fn set_up(scenario: Scenario, duration_ms: u64) -> Result<Stage, String> {
         let cpus = allowed_cpus();
         let last = *cpus.last().ok_or("this process may run on no CPU")?;
         match scenario {
@@ -114,19 +123,29 @@ impl Stage {
                     _group: None,
                 })
             }
-            Scenario::Mixed => Ok(Stage {
-                args: vec!["--mixed".into(), MIXED_SLOW_THREADS.to_string()],
-                note: format!(
-                    "threads 0-{} hold a mutex of their own across 50 µs of pauses; the other {} take \
-                     the grid's mutex (load {LOAD}); {} CPUs",
-                    MIXED_SLOW_THREADS - 1,
-                    Scenario::Mixed.threads() - MIXED_SLOW_THREADS,
-                    cpus.len()
-                ),
-                confine: Confine::Nothing,
-                _hog: None,
-                _group: None,
-            }),
+            Scenario::Mixed => {
+                let (fast, slow) = (MIXED_FAST_OPS_PER_MS * duration_ms, MIXED_SLOW_OPS_PER_MS * duration_ms);
+                Ok(Stage {
+                    args: vec![
+                        "--mixed".into(),
+                        MIXED_SLOW_THREADS.to_string(),
+                        "--ops".into(),
+                        fast.to_string(),
+                        "--slow-ops".into(),
+                        slow.to_string(),
+                    ],
+                    note: format!(
+                        "threads 0-{} hold a mutex of their own across 50 µs of pauses, {slow} times in all; \
+                         the other {} take the grid's mutex (load {LOAD}) {fast} times; {} CPUs",
+                        MIXED_SLOW_THREADS - 1,
+                        Scenario::Mixed.threads() - MIXED_SLOW_THREADS,
+                        cpus.len()
+                    ),
+                    confine: Confine::Nothing,
+                    _hog: None,
+                    _group: None,
+                })
+            }
             Scenario::CpuQuota => match QuotaGroup::create() {
                 Ok(group) => {
                     let procs = group.dir.join("cgroup.procs");

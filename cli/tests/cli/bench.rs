@@ -125,7 +125,7 @@ pub(crate) fn bench_scenarios_run_and_clean_up() {
         "bench",
         "--no-grid",
         "--scenarios",
-        "idle-owner,cpu-quota",
+        "idle-owner,cpu-quota,mixed",
         "-s",
         "glibc,spin",
         "--runs",
@@ -135,22 +135,54 @@ pub(crate) fn bench_scenarios_run_and_clean_up() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    o.assert_success("bench --no-grid --scenarios idle-owner,cpu-quota");
-    for want in ["scenario idle-owner: thread 0 at SCHED_IDLE on CPU", "scenario cpu-quota: "] {
+    o.assert_success("bench --no-grid --scenarios idle-owner,cpu-quota,mixed");
+    for want in [
+        "scenario idle-owner: thread 0 at SCHED_IDLE on CPU",
+        "scenario cpu-quota: ",
+        "scenario mixed: threads 0-1 hold a mutex of their own across 50 µs of pauses, 500 times in all",
+        "Scenario mixed, per lock class",
+        "fast class s",
+    ] {
         assert!(o.stdout.contains(want), "bench output lacks {want:?}:\n{}", o.stdout);
     }
     assert!(!o.stdout.contains("layout alone"), "--no-grid ran the grid:\n{}", o.stdout);
     let report: BenchReport = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    // 2 scenarios × (none, glibc, spin and the control) × 1 run.
-    assert_eq!(report.runs.len(), 2 * 4);
+    // 3 scenarios × (none, glibc, spin and the control) × 1 run.
+    assert_eq!(report.runs.len(), 3 * 4);
     assert!(report.runs.iter().all(|r| r.ok), "{:?}", report.runs);
+    // mixed does a fixed amount of work (2,000 and 5 acquisitions per ms of --duration-ms),
+    // and says when each class finished.
+    for r in report.runs.iter().filter(|r| r.cell.scenario.map(|s| s.to_string()).as_deref() == Some("mixed"))
+    {
+        let w = r.workload.as_ref().unwrap();
+        if r.strategy == "lock-free" {
+            assert!(!w.contains_key("slow_ops"), "{w:?}");
+            continue;
+        }
+        assert_eq!((w["fast_ops"], w["slow_ops"]), (Some(200_000.0), Some(500.0)), "{w:?}");
+        for class in ["fast_elapsed_s", "slow_elapsed_s"] {
+            assert!(w[class].unwrap() <= w["elapsed_s"].unwrap(), "{w:?}");
+        }
+    }
+    let mixed = report
+        .cells
+        .iter()
+        .find(|c| c.strategy == "spin" && c.cell.scenario.is_some_and(|s| s.to_string() == "mixed"));
+    let mixed = mixed.expect("a summary of mixed under spin");
+    assert!(
+        mixed.wall_s.unwrap() >= mixed.fast_class_s.unwrap().max(mixed.slow_class_s.unwrap()),
+        "{mixed:?}"
+    );
     let threads: Vec<(String, u64)> = report
         .cells
         .iter()
         .filter(|c| c.strategy == "spin")
         .map(|c| (c.cell.scenario.unwrap().to_string(), c.cell.threads))
         .collect();
-    assert_eq!(threads, [("idle-owner".to_string(), 4), ("cpu-quota".to_string(), 16)]);
+    assert_eq!(
+        threads,
+        [("idle-owner".to_string(), 4), ("cpu-quota".to_string(), 16), ("mixed".to_string(), 4)]
+    );
     let quota = &report.scenario_setup["cpu-quota"];
     assert!(quota.starts_with("in cgroup ") || quota.starts_with("pinned to CPU"), "{quota}");
     assert_eq!(bench_cgroups(), before, "the scenario's cgroup outlived the bench");

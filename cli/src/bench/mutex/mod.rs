@@ -152,11 +152,18 @@ pub struct CellSummary {
     pub pause_ns: Option<f64>,
     /// 1 / (load × pause time); null for load 0.
     pub bound_ops_per_s: Option<f64>,
-    /// `mixed` only: each class's acquisitions per second (median over runs).
+    /// `mixed` only (medians over runs): each class's acquisitions per second, ...
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fast_class_ops_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slow_class_ops_per_s: Option<f64>,
+    /// ... the seconds each class took to do its work, and the whole run's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_class_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_class_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
 }
 
 const REQUIRED_KEYS: &[&str] = &[
@@ -389,7 +396,8 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             if let Some(s) = cell.scenario {
                 if stage.as_ref().map(|(had, _)| *had) != Some(s) {
                     drop(stage.take()); // the previous scenario's hog or cgroup goes first
-                    let set = Stage::set_up(s).map_err(|e| Failure::Runtime(format!("scenario {s}: {e}")))?;
+                    let set = Stage::set_up(s, cell.duration_ms)
+                        .map_err(|e| Failure::Runtime(format!("scenario {s}: {e}")))?;
                     scenario_setup.insert(s.to_string(), set.note.clone());
                     eprintln!("spinmutex bench: scenario {s}: {}", set.note);
                     stage = Some((s, set));
@@ -558,12 +566,29 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
                 wait_max_ns: finite(med(&samples, &|s| s.get("wait_max_ns"))).filter(|_| !is_control),
                 pause_ns: finite(pause),
                 bound_ops_per_s: finite(bound),
-                fast_class_ops_per_s: finite(med(&samples, &|s| s.get("fast_ops") / s.get("elapsed_s"))),
-                slow_class_ops_per_s: finite(med(&samples, &|s| s.get("slow_ops") / s.get("elapsed_s"))),
+                fast_class_ops_per_s: finite(med(&samples, &|s| s.get("fast_ops") / class_s(s, "fast"))),
+                slow_class_ops_per_s: finite(med(&samples, &|s| s.get("slow_ops") / class_s(s, "slow"))),
+                fast_class_s: finite(med(&samples, &|s| class_s(s, "fast"))),
+                slow_class_s: finite(med(&samples, &|s| class_s(s, "slow"))),
+                wall_s: finite(med(&samples, &|s| class_s(s, "fast").max(class_s(s, "slow")))),
             });
         }
     }
     out
+}
+
+/// The seconds a `mixed` class (`fast` or `slow`) ran: until it finished its work, or
+/// the whole run when the run had a fixed length; NaN outside `mixed`.
+fn class_s(s: &Sample, class: &str) -> f64 {
+    if s.get(&format!("{class}_ops")).is_nan() {
+        return f64::NAN;
+    }
+    let done = s.get(&format!("{class}_elapsed_s"));
+    if done.is_nan() {
+        s.get("elapsed_s")
+    } else {
+        done
+    }
 }
 
 fn find<'a>(sums: &'a [CellSummary], cell: &Cell, s: &str) -> Option<&'a CellSummary> {

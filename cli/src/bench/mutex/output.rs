@@ -133,8 +133,8 @@ pub(super) fn render_tables(
     out
 }
 
-/// `mixed`: each lock class's throughput per arm, beside the whole program's and its CPU
-/// per acquisition (empty when the scenario did not run).
+/// `mixed`: each lock class's time and throughput per arm, beside the whole run's wall
+/// time and its CPU per acquisition (empty when the scenario did not run).
 fn class_table(sums: &[CellSummary]) -> String {
     let mixed: Vec<&CellSummary> = sums.iter().filter(|s| s.fast_class_ops_per_s.is_some()).collect();
     if mixed.is_empty() {
@@ -142,22 +142,26 @@ fn class_table(sums: &[CellSummary]) -> String {
     }
     let mut t = Table::new(1);
     t.header.push(
-        ["strategy", "fast class kops/s", "slow class ops/s", "all kops/s", "cpu µs/1k"]
+        ["strategy", "wall s", "fast class s", "slow class s", "fast kops/s", "slow ops/s", "cpu µs/1k"]
             .map(String::from)
             .to_vec(),
     );
+    let secs = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
     for s in mixed {
         t.rows.push(vec![
             s.strategy.clone(),
+            secs(s.wall_s),
+            secs(s.fast_class_s),
+            secs(s.slow_class_s),
             kops(s.fast_class_ops_per_s),
             s.slow_class_ops_per_s.map_or("-".into(), |v| format!("{v:.0}")),
-            kops(s.median_ops_per_s),
             text::fixed(s.cpu_us_per_1k_acq.unwrap_or(f64::NAN)),
         ]);
     }
     format!(
-        "\nScenario mixed, per lock class (medians over runs): the fast class's 2 threads and the slow \
-         class's 2 threads\n(each holds the slow lock 50 µs at a time: at most 20000 ops/s in all).\n\n{}",
+        "\nScenario mixed, per lock class (medians over runs): a fixed amount of work for each class, the \
+         fast class's 2 threads\nand the slow class's 2 (each holds the slow lock 50 µs at a time: at most \
+         20000 ops/s in all). Wall time is when the later class finished.\n\n{}",
         t.render()
     )
 }
@@ -215,6 +219,8 @@ const CSV_COLUMNS: &[&str] = &[
     "counter_ok",
     "slow_ops",
     "fast_ops",
+    "fast_elapsed_s",
+    "slow_elapsed_s",
 ];
 
 pub(super) fn bound_of(load: u64, s: &Sample) -> f64 {
