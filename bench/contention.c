@@ -21,7 +21,8 @@
  *                  then --slow-gap-ns outside, default as long), while the others run
  *                  the usual loop on the first. More threads than CPUs: a thread
  *                  spinning for the slow lock takes a CPU the others need. The output
- *                  adds each class's operations.
+ *                  adds each class's operations; the per-thread figures (fewest, mean
+ *                  and most operations, waits) are the first mutex's threads'.
  * --ops N          fixed work: the threads of the first mutex stop once its counter
  *                  reaches N, and with --mixed, those of the slow one once its counter
  *                  reaches --slow-ops M. The output adds when each class finished, so
@@ -440,9 +441,11 @@ int spinmutex_contention_main(int argc, char **argv)
         if (workers[t].done_ns > *done)
             *done = workers[t].done_ns;
         total += ops;
-        if (t < slow_threads)
+        if (t < slow_threads) {
             slow_ops += ops;
-        if (t == 0 || ops < min_ops)
+            continue; /* the per-thread figures are the first mutex's threads' */
+        }
+        if (t == slow_threads || ops < min_ops)
             min_ops = ops;
         if (ops > max_ops)
             max_ops = ops;
@@ -478,7 +481,7 @@ int spinmutex_contention_main(int argc, char **argv)
            "max_thread_ops=%lu wait_samples=%lu wait_p50_ns=%llu wait_p99_ns=%llu "
            "wait_max_ns=%llu pause_ns=%.3f vol_ctx=%ld invol_ctx=%ld counter=%lu counter_ok=%d",
            threads, load, adaptive, shared_layout, no_lock, duration_ms, total, elapsed, elapsed > 0 ? (double)total / elapsed : 0.0,
-           user + sys, user, sys, min_ops, (double)total / (double)threads, max_ops, samples,
+           user + sys, user, sys, min_ops, (double)(total - slow_ops) / (double)(threads - slow_threads), max_ops, samples,
            (unsigned long long)p50, (unsigned long long)p99, (unsigned long long)pmax, pause_ns,
            ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, *shared_counter, counter_ok);
     if (slow_threads > 0)

@@ -11,11 +11,11 @@
 //!   limit; where no cgroup can be made (not root, read-only cgroupfs), pinned to one
 //!   CPU instead, which is said in the report. A spinning thread burns quota its owner
 //!   needs to release the lock.
-//! * `mixed`: two lock classes of opposite needs in one program: 2 threads hold one
-//!   mutex across a long computation (50 µs), 2 others take another for a few pauses
-//!   at a high rate; 4 threads on however many CPUs, so that a thread spinning for the
-//!   slow lock takes a CPU the others need. One strategy for the whole program cannot
-//!   suit both. A run does a fixed amount of work, sized by the run length
+//! * `mixed`: two lock classes of opposite needs in one program: one thread per CPU
+//!   holds one mutex across a long computation (50 µs), as many others take another
+//!   for a few pauses at a high rate; twice as many threads as CPUs, so that a thread
+//!   spinning for the slow lock takes a CPU the others need. One strategy for the whole
+//!   program cannot suit both. A run does a fixed amount of work, sized by the run length
 //!   ([`MIXED_FAST_OPS_PER_MS`], [`MIXED_SLOW_OPS_PER_MS`]), so that its wall time
 //!   measures the policy; the report gives each class's time and throughput.
 
@@ -31,8 +31,12 @@ use crate::bench::workload::Hogs;
 
 /// Pauses inside (and outside) the lock in every scenario (the fast class's, in `mixed`).
 pub const LOAD: u64 = 10;
-/// Threads of `mixed` that hold the slow lock.
-pub const MIXED_SLOW_THREADS: u64 = 2;
+/// Threads of `mixed` that hold the slow lock: one per CPU the process may use. As many
+/// again take the fast lock, so that a thread spinning for the slow lock takes a CPU
+/// that another needs, on any machine.
+pub fn mixed_slow_threads() -> u64 {
+    allowed_cpus().len().max(1) as u64
+}
 /// `mixed`'s work per millisecond of the run length: the fast class's acquisitions
 /// and the slow class's. A 2-vCPU Xeon VM does it in about half the run length under
 /// any of the strategies; the slow class alone needs at least a quarter of it (each of
@@ -67,7 +71,7 @@ impl Scenario {
         match self {
             Scenario::IdleOwner => 4,
             Scenario::CpuQuota => 16,
-            Scenario::Mixed => 4,
+            Scenario::Mixed => 2 * mixed_slow_threads(),
         }
     }
 
@@ -125,10 +129,11 @@ impl Stage {
             }
             Scenario::Mixed => {
                 let (fast, slow) = (MIXED_FAST_OPS_PER_MS * duration_ms, MIXED_SLOW_OPS_PER_MS * duration_ms);
+                let slow_threads = mixed_slow_threads();
                 Ok(Stage {
                     args: vec![
                         "--mixed".into(),
-                        MIXED_SLOW_THREADS.to_string(),
+                        slow_threads.to_string(),
                         "--ops".into(),
                         fast.to_string(),
                         "--slow-ops".into(),
@@ -137,8 +142,8 @@ impl Stage {
                     note: format!(
                         "threads 0-{} hold a mutex of their own across 50 µs of pauses, {slow} times in all; \
                          the other {} take the grid's mutex (load {LOAD}) {fast} times; {} CPUs",
-                        MIXED_SLOW_THREADS - 1,
-                        Scenario::Mixed.threads() - MIXED_SLOW_THREADS,
+                        slow_threads - 1,
+                        slow_threads,
                         cpus.len()
                     ),
                     confine: Confine::Nothing,

@@ -147,6 +147,7 @@ fn class_table(sums: &[CellSummary]) -> String {
             .to_vec(),
     );
     let secs = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
+    let per_class = mixed[0].cell.threads / 2;
     for s in mixed {
         t.rows.push(vec![
             s.strategy.clone(),
@@ -160,8 +161,8 @@ fn class_table(sums: &[CellSummary]) -> String {
     }
     format!(
         "\nScenario mixed, per lock class (medians over runs): a fixed amount of work for each class, the \
-         fast class's 2 threads\nand the slow class's 2 (each holds the slow lock 50 µs at a time: at most \
-         20000 ops/s in all). Wall time is when the later class finished.\n\n{}",
+         fast class's {per_class} threads\nand the slow class's {per_class} (each holds the slow lock 50 µs at a \
+         time: at most 20000 ops/s in all). Wall time is when the later class finished.\n\n{}",
         t.render()
     )
 }
