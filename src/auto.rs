@@ -49,8 +49,8 @@
 //!    ([`CONTENDED_ENOUGH`]) and found the modes alike compared nothing (typically
 //!    threads that the scheduler has not yet spread over the CPUs, or a lock its
 //!    threads seldom meet on while they wait on another class's): the class takes the
-//!    mode the last experiment that did compare something chose, whichever its class
-//!    (else it keeps its own), and tries again soon ([`RETRY_INTERVAL_NS`]). In a
+//!    mode the last experiment that did compare something chose, whichever its class,
+//!    as a measured decision (else it keeps its own), and tries again soon ([`RETRY_INTERVAL_NS`]). In a
 //!    program whose locks are alike (`sysbench mutex`: 4 call sites, 4 classes), the
 //!    class that cannot tell then follows those that could. [`choose`] says which mode
 //!    wins: the class's mode stands unless the other is clearly better, since the
@@ -878,9 +878,13 @@ fn decide(class: &Class, o: Outcome, now: u64) {
         // its threads seldom meet on while they wait on another class's: the class
         // takes the verdict of the last experiment that compared something (in a
         // program with one hot class, its own), tries again soon, then less and less
-        // often if the lock stays that way.
-        let to = EXPERIMENT.verdict().unwrap_or(before);
-        class.set_mode(to, class.measured(), &Because::Uncontended(o));
+        // often if the lock stays that way. A verdict taken counts as measured: sleep
+        // mode's probes, which ask only whether spins win and not whether they raise
+        // throughput, must not undo it before the class's own next experiment (in
+        // `sysbench mutex` they sent such classes back to spinning within 10 ms).
+        let verdict = EXPERIMENT.verdict();
+        let to = verdict.unwrap_or(before);
+        class.set_mode(to, class.measured() || verdict.is_some(), &Because::Uncontended(o));
         (last * 2).clamp(RETRY_INTERVAL_NS, MAX_INTERVAL_NS)
     } else {
         let to = choose(&o, before);
@@ -988,12 +992,17 @@ mod tests {
         // class keeps its mode.
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
         decide(class, uncontended, 0);
-        assert_eq!(class.mode(), Mode::Spin);
-        // Another class's experiment chose sleep: this one follows it.
+        assert_eq!((class.mode(), class.measured()), (Mode::Spin, false));
+        // Another class's experiment chose sleep: this one follows it, and the verdict
+        // counts as measured, so that probes winning cannot undo it.
         EXPERIMENT.verdict.store(Mode::Sleep as u8, Relaxed);
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
         decide(class, uncontended, 0);
-        assert_eq!(class.mode(), Mode::Sleep);
+        assert_eq!((class.mode(), class.measured()), (Mode::Sleep, true));
+        for _ in 0..PROBE_WINDOW {
+            class.spun(10, true);
+        }
+        assert_eq!(class.mode(), Mode::Sleep, "probes that win do not move a measured class");
         // An experiment that compared something decides for itself, and is the verdict
         // the next one that cannot tell will follow.
         EXPERIMENT.before.store(Mode::Sleep as u8, Relaxed);
