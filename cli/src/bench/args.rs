@@ -32,7 +32,9 @@ use crate::process::settings::LibSettings;
     --duration-ms say otherwise): `idle-owner`, thread 0 at SCHED_IDLE on a CPU a busy \
     process keeps occupied, so the lock's owner is often not running; `cpu-quota`, the \
     workload in a cgroup limited to half a CPU (or pinned to one CPU where no cgroup can \
-    be made).")]
+    be made); `mixed` (on request), a thread per CPU holds a second mutex across 50 µs of \
+    pauses while as many take the grid's mutex, each class doing a fixed amount of work, \
+    and the report gives each class's time and the wall time.")]
 pub struct BenchArgs {
     /// A small grid: threads 1,2,8; loads 0,10,100; 3 runs; 200 ms (options given
     /// explicitly still win)
@@ -90,15 +92,16 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=4096))]
     pub hogs: u64,
 
-    /// Every run as CSV
+    /// Every run as CSV (`-`: standard output, and the text report to standard error)
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 
-    /// Every run and every cell's summary as JSON
+    /// Every run and every cell's summary as JSON (`-`: standard output, and the text
+    /// report to standard error)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Throughput against threads, one panel per load, as SVG
+    /// Throughput against threads, one panel per load, as SVG (`-`: standard output)
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use crate::bench::BenchArgs;
 use crate::output::progress::Progress;
 use crate::output::text::{self, Table};
 use crate::process::library::{self, Arm};
@@ -155,23 +156,58 @@ pub(crate) fn exit_status(interrupted: Option<i32>, all_ok: bool) -> u8 {
 
 /// What closes a grid's text report: the warnings, and the runs that failed (one line
 /// each), which the statistics leave out.
-pub(crate) fn print_warnings_and_failures(warnings: &[String], failed: &[String]) {
+pub(crate) fn warnings_and_failures(warnings: &[String], failed: &[String]) -> String {
+    let mut out = String::new();
     if !warnings.is_empty() {
-        println!("\nwarnings:");
+        out.push_str("\nwarnings:\n");
         for w in warnings {
-            println!("  {w}");
+            out += &format!("  {w}\n");
         }
     }
     if !failed.is_empty() {
-        println!("\n{} failed run(s), left out of the statistics:", failed.len());
+        out += &format!("\n{} failed run(s), left out of the statistics:\n", failed.len());
         for f in failed {
-            println!("  {f}");
+            out += &format!("  {f}\n");
         }
+    }
+    out
+}
+
+/// `-` as the file of --csv, --json or --svg: standard output, for a pipe into jq or
+/// another tool.
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Refuses more than one of --csv, --json and --svg on standard output.
+pub(crate) fn check_outputs(a: &BenchArgs) -> Result<(), Failure> {
+    let files = [&a.csv, &a.json, &a.svg];
+    if files.iter().filter(|f| f.as_deref().is_some_and(is_stdout)).count() > 1 {
+        return Err(Failure::Usage(
+            "bench",
+            "only one of --csv, --json and --svg can be - (standard output)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Prints the text report: on standard output, or on standard error when one of the
+/// files asked for goes to standard output, which then carries that file alone.
+pub(crate) fn print_text(a: &BenchArgs, text: &str) {
+    if [&a.csv, &a.json, &a.svg].iter().any(|f| f.as_deref().is_some_and(is_stdout)) {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
     }
 }
 
-/// Writes one of the files a grid was asked for (--csv, --json, --svg), and says so.
+/// Writes one of the files a grid was asked for (--csv, --json, --svg), and says so;
+/// `-` is standard output.
 pub(crate) fn write(path: &Path, text: String) -> Result<(), Failure> {
+    if is_stdout(path) {
+        print!("{text}");
+        return Ok(());
+    }
     std::fs::write(path, text)
         .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
     eprintln!("spinmutex bench: wrote {}", path.display());

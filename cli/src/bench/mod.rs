@@ -21,6 +21,7 @@ pub use mutex::{BenchReport, Cell, CellSummary, Config, RunJson};
 use crate::Failure;
 
 pub fn main(a: BenchArgs) -> Result<u8, Failure> {
+    grid::check_outputs(&a)?;
     if a.rwlock {
         rwlock::main(a)
     } else {

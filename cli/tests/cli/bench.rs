@@ -170,7 +170,7 @@ pub(crate) fn bench_scenarios_run_and_clean_up() {
         .find(|c| c.strategy == "spin" && c.cell.scenario.is_some_and(|s| s.to_string() == "mixed"));
     let mixed = mixed.expect("a summary of mixed under spin");
     assert!(
-        mixed.wall_s.unwrap() >= mixed.fast_class_s.unwrap().max(mixed.slow_class_s.unwrap()),
+        mixed.work_wall_s.unwrap() >= mixed.fast_class_s.unwrap().max(mixed.slow_class_s.unwrap()),
         "{mixed:?}"
     );
     let threads: Vec<(String, u64)> = report
@@ -356,4 +356,25 @@ fn xml_check(text: &str) {
     }
     assert!(stack.is_empty(), "unclosed elements {stack:?}");
     assert!(!t.contains("NaN") && !t.contains("inf"), "non-finite number in the SVG");
+}
+
+/// `bench --json -` (or `--csv -`): standard output carries that file alone, for a pipe
+/// into jq, and the text report goes to standard error; two of them on standard output
+/// are refused before anything runs.
+pub(crate) fn bench_json_dash_writes_json_alone_on_stdout() {
+    let dir = scratch();
+    let quick = ["bench", "--quick", "--threads", "2", "--loads", "0", "--runs", "1", "--duration-ms", "30"];
+    let o = run_in(dir.path(), &[&quick[..], &["-s", "glibc", "--without-control", "--json", "-"]].concat());
+    o.assert_success("bench --json -");
+    let report: BenchReport =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", o.stdout));
+    assert_eq!(report.runs.len(), 2 * 2, "2 layouts × (none, glibc)");
+    assert!(o.stderr.contains("kops/s"), "the text report goes to stderr:\n{}", o.stderr);
+    let o = run_in(dir.path(), &[&quick[..], &["-s", "glibc", "--without-control", "--csv", "-"]].concat());
+    o.assert_success("bench --csv -");
+    assert_eq!(csv_rows(&o.stdout).len(), 1 + 2 * 2, "{}", o.stdout);
+    let o = run_in(dir.path(), &["bench", "--rwlock", "--json", "-", "--svg", "-"]);
+    assert_eq!(code(&o), Some(2), "{o:?}");
+    assert!(o.stderr.contains("only one of --csv, --json and --svg"), "{}", o.stderr);
+    assert!(!dir.path().join("-").exists(), "bench created a file named '-'");
 }

@@ -100,6 +100,7 @@ fn main() -> std::process::ExitCode {
         report_fails_loudly_on_a_file_without_reports_or_events,
         run_stats_file_dash_pipes_the_report_alone,
         ab_json_dash_writes_json_alone_on_stdout,
+        bench_json_dash_writes_json_alone_on_stdout,
         classes_are_labelled_by_their_real_maker_and_caller,
         run_interrupted_stops_the_program_and_its_group,
         bench_interrupted_reports_the_finished_runs,

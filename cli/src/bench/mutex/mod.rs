@@ -26,7 +26,7 @@ use crate::stats::sample::{median_of, samples, throughputs, values, Runs, Sample
 use crate::Failure;
 
 use super::args::{BenchArgs, Layout};
-use super::grid::{self, exit_status, print_warnings_and_failures, write};
+use super::grid::{self, exit_status, print_text, warnings_and_failures, write};
 use output::{render_tables, run_json, to_csv, to_svg};
 
 mod output;
@@ -157,13 +157,14 @@ pub struct CellSummary {
     pub fast_class_ops_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slow_class_ops_per_s: Option<f64>,
-    /// ... the seconds each class took to do its work, and the whole run's.
+    /// ... the seconds each class took to do its work, and both (the run's wall time
+    /// from the start of the work: the runs' `wall_s` includes the process's start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fast_class_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slow_class_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub wall_s: Option<f64>,
+    pub work_wall_s: Option<f64>,
 }
 
 const REQUIRED_KEYS: &[&str] = &[
@@ -430,7 +431,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             ));
         }
     }
-    print!("{}", render_tables(&c, &summaries, &machine, &effective, &scenario_setup, &lib));
+    let mut text = render_tables(&c, &summaries, &machine, &effective, &scenario_setup, &lib);
     let failed: Vec<String> = records
         .iter()
         .filter_map(|r| {
@@ -438,7 +439,8 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             Some(format!("{} {} run {}: {e}", c.cells[r.cell].label(), r.strategy, r.run))
         })
         .collect();
-    print_warnings_and_failures(&warnings, &failed);
+    text.push_str(&warnings_and_failures(&warnings, &failed));
+    print_text(&a, &text);
     if let Some(p) = &a.csv {
         write(p, to_csv(&c, &records))?;
     }
@@ -570,7 +572,7 @@ fn summarise(c: &Config, records: &[RunRecord]) -> Vec<CellSummary> {
                 slow_class_ops_per_s: finite(med(&samples, &|s| s.get("slow_ops") / class_s(s, "slow"))),
                 fast_class_s: finite(med(&samples, &|s| class_s(s, "fast"))),
                 slow_class_s: finite(med(&samples, &|s| class_s(s, "slow"))),
-                wall_s: finite(med(&samples, &|s| class_s(s, "fast").max(class_s(s, "slow")))),
+                work_wall_s: finite(med(&samples, &|s| class_s(s, "fast").max(class_s(s, "slow")))),
             });
         }
     }

@@ -151,7 +151,7 @@ fn class_table(sums: &[CellSummary]) -> String {
     for s in mixed {
         t.rows.push(vec![
             s.strategy.clone(),
-            secs(s.wall_s),
+            secs(s.work_wall_s),
             secs(s.fast_class_s),
             secs(s.slow_class_s),
             kops(s.fast_class_ops_per_s),

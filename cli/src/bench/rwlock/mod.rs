@@ -325,7 +325,7 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             ));
         }
     }
-    print!("{}", render_tables(&c, &summaries, &machine, &effective, &lib));
+    let mut text = render_tables(&c, &summaries, &machine, &effective, &lib);
     let failed: Vec<String> = records
         .iter()
         .filter_map(|r| {
@@ -336,7 +336,8 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             ))
         })
         .collect();
-    grid::print_warnings_and_failures(&warnings, &failed);
+    text.push_str(&grid::warnings_and_failures(&warnings, &failed));
+    grid::print_text(&a, &text);
     let write = grid::write;
     if let Some(p) = &a.csv {
         write(p, to_csv(&records, machine.nproc))?;
