@@ -143,7 +143,7 @@ static int become_idle_on(int cpu)
 static void *control_main(struct worker *w)
 {
     unsigned long ops = 0;
-    while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED) && ops != control_quota) {
+    while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED) && (control_quota == 0 || ops < control_quota)) {
         spin_load(load);
         ops++;
         spin_load(load);
