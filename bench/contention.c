@@ -416,20 +416,15 @@ int spinmutex_contention_main(int argc, char **argv)
     pthread_barrier_wait(&start_barrier);
     getrusage(RUSAGE_SELF, &ru0);
     uint64_t start = now_ns();
-    uint64_t stop;
-    if (fixed_work) {
-        for (unsigned long t = 0; t < threads; t++)
-            pthread_join(workers[t].thread, NULL);
-        stop = now_ns();
-    } else {
+    if (!fixed_work) {
         struct timespec nap = {(time_t)(duration_ms / 1000), (long)(duration_ms % 1000) * 1000000L};
         while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
         }
         __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
-        stop = now_ns();
-        for (unsigned long t = 0; t < threads; t++)
-            pthread_join(workers[t].thread, NULL);
     }
+    uint64_t stop = now_ns(); /* with fixed work, when the last class finished (below) */
+    for (unsigned long t = 0; t < threads; t++)
+        pthread_join(workers[t].thread, NULL);
     getrusage(RUSAGE_SELF, &ru1);
     alarm(0);
 
@@ -451,6 +446,8 @@ int spinmutex_contention_main(int argc, char **argv)
             max_ops = ops;
         samples += workers[t].waits_recorded < WAIT_SLOTS ? workers[t].waits_recorded : WAIT_SLOTS;
     }
+    if (fixed_work)
+        stop = fast_done > slow_done ? fast_done : slow_done;
 
     uint64_t p50 = 0, p99 = 0, pmax = 0;
     uint64_t *all = samples ? malloc(samples * sizeof(uint64_t)) : NULL;

@@ -50,9 +50,10 @@
 //!    threads that the scheduler has not yet spread over the CPUs, or a lock its
 //!    threads seldom meet on while they wait on another class's): the class takes the
 //!    mode the last experiment that did compare something chose, whichever its class,
-//!    as a measured decision (else it keeps its own), and tries again soon ([`RETRY_INTERVAL_NS`]). In a
-//!    program whose locks are alike (`sysbench mutex`: 4 call sites, 4 classes), the
-//!    class that cannot tell then follows those that could. [`choose`] says which mode
+//!    as a measured decision (else it keeps its own), and tries again soon
+//!    ([`RETRY_INTERVAL_NS`]). In a program whose locks are alike (`sysbench mutex`:
+//!    4 call sites, 4 classes), the class that cannot tell then follows those that
+//!    could. [`choose`] says which mode
 //!    wins: the class's mode stands unless the other is clearly better, since the
 //!    process's CPU time also holds other classes' work. The decision holds until the
 //!    next experiment (the economics of 1. move only a class no experiment has judged:

@@ -179,10 +179,14 @@ fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
+/// How many of --csv, --json and --svg go to standard output.
+fn to_stdout(a: &BenchArgs) -> usize {
+    [&a.csv, &a.json, &a.svg].iter().filter(|f| f.as_deref().is_some_and(is_stdout)).count()
+}
+
 /// Refuses more than one of --csv, --json and --svg on standard output.
 pub(crate) fn check_outputs(a: &BenchArgs) -> Result<(), Failure> {
-    let files = [&a.csv, &a.json, &a.svg];
-    if files.iter().filter(|f| f.as_deref().is_some_and(is_stdout)).count() > 1 {
+    if to_stdout(a) > 1 {
         return Err(Failure::Usage(
             "bench",
             "only one of --csv, --json and --svg can be - (standard output)".into(),
@@ -194,7 +198,7 @@ pub(crate) fn check_outputs(a: &BenchArgs) -> Result<(), Failure> {
 /// Prints the text report: on standard output, or on standard error when one of the
 /// files asked for goes to standard output, which then carries that file alone.
 pub(crate) fn print_text(a: &BenchArgs, text: &str) {
-    if [&a.csv, &a.json, &a.svg].iter().any(|f| f.as_deref().is_some_and(is_stdout)) {
+    if to_stdout(a) > 0 {
         eprint!("{text}");
     } else {
         print!("{text}");
