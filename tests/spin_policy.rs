@@ -132,7 +132,11 @@ fn auto_run() -> &'static (String, serde_json::Value) {
         let dir = scratch();
         let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
         let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
-        cmd.env("SPINMUTEX_TRACE", "spinmutex=info,spinmutex::auto=debug")
+        // 3 s: the slow class serves about 80 contended acquisitions spinning before its
+        // spins are judged, at 20-300 ms; in 1.5 s on a busy machine (a CI rehearsal)
+        // it once served only 74 sleeping after that.
+        cmd.arg("3000")
+            .env("SPINMUTEX_TRACE", "spinmutex=info,spinmutex::auto=debug")
             .env("SPINMUTEX_TRACE_FORMAT", "json")
             .env("SPINMUTEX_TRACE_FILE", &trace)
             .env("SPINMUTEX_STATS", "json")
