@@ -64,9 +64,20 @@
 //!
 //! While an experiment runs, every mutex call takes the general path (a bit of
 //! `config::fast_path_off`, the word the fast path already tests), which counts the
-//! experimenting class's acquisitions in per-CPU stripes. One class experiments at a
+//! experimenting class's acquisitions in per-CPU stripes. One experiment runs at a
 //! time, so that the process's CPU time is its own as far as it can be: with several
 //! hot classes at once, the others' CPU is noise in each experiment.
+//!
+//! A class's **first** experiment takes in every other class that no experiment has
+//! decided yet, waits in the same mode and has been contended about as often (within
+//! 4×): they switch modes together, their acquisitions are counted together, and each
+//! takes the verdict. Classes hot at the same time are mostly taken by the same threads,
+//! and one's waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
+//! (4 init call sites) of locks its threads take at random. One of them experimenting
+//! alone, while the other three still spun and kept every thread awake, measured its
+//! modes alike (about 2.3 M/s each); sleeping wins only once all four sleep, when one
+//! thread at a time runs at 7 M/s. Together, the four decide in one experiment, a few
+//! milliseconds into the run. From then on each class experiments on its own.
 //!
 //! Every change of mode, and every experiment's outcome, is a trace event (`policy`,
 //! with the class, the mode before and after, why, and the measurements behind it); each
@@ -272,8 +283,30 @@ impl Class {
         (self.counts.served[0].load(Relaxed), self.counts.served[1].load(Relaxed))
     }
 
+    /// The class is in the running experiment (as its leader or as a companion).
     fn experimenting(&self) -> bool {
-        EXPERIMENT.class.load(Relaxed) as usize == self.index() + 1
+        let i = self.index();
+        EXPERIMENT.members[i / 64].load(Relaxed) & (1 << (i % 64)) != 0
+    }
+
+    /// No experiment has decided this class's mode yet (nor has it taken another's
+    /// verdict).
+    fn untried(&self) -> bool {
+        !self.measured()
+    }
+
+    /// Whether this class joins `leader`'s first experiment: it is untried too, waits in
+    /// the same mode, and has been contended about as often (within 4×). Such classes
+    /// are usually taken by the same threads at the same time, and what one's waiting
+    /// does shows in the others' throughput (see [`start`]).
+    fn joins_first_experiment_of(&self, leader: &Class) -> bool {
+        let contended = self.counts.contended.load(Relaxed);
+        !core::ptr::eq(self, leader)
+            && self.key() != 0
+            && self.untried()
+            && self.waiting_mode() == leader.waiting_mode()
+            && contended >= HOT
+            && contended.saturating_mul(4) >= leader.counts.contended.load(Relaxed)
     }
 
     fn index(&self) -> usize {
@@ -518,7 +551,7 @@ fn acquired_sampled(m: &RawMutex, weight: u32) {
 }
 
 // ---------------------------------------------------------------------------------
-// Experiments: one class at a time.
+// Experiments: one at a time.
 
 /// Why a class changed mode, or kept it, for the trace.
 pub enum Because {
@@ -560,12 +593,15 @@ impl Because {
 }
 
 /// What an experiment measured, per mode: acquisitions per second, CPU nanoseconds per
-/// acquisition, and the share of the acquisitions that were contended (in 1/1000).
+/// acquisition, and the share of the acquisitions that were contended (in 1/1000), all
+/// over the classes it measured.
 #[derive(Clone, Copy, Default)]
 pub struct Outcome {
     pub per_s: [u64; 2],
     pub cpu_ns_per_acq: [u64; 2],
     pub contended_permille: [u64; 2],
+    /// Classes the experiment measured together (see [`start`]).
+    pub classes: u32,
 }
 
 impl Outcome {
@@ -597,8 +633,11 @@ pub struct Phase {
 }
 
 struct Experiment {
-    /// The experimenting class's index plus one; 0: none.
+    /// The experimenting class's index plus one (its leader's, when several classes
+    /// experiment together); 0: none.
     class: AtomicU32,
+    /// The classes in the experiment, the leader's among them: a bit per table entry.
+    members: [AtomicU64; CLASSES / 64],
     /// The class's mode before the experiment, and when it began.
     before: AtomicU8,
     began_ns: AtomicU64,
@@ -627,6 +666,28 @@ impl Experiment {
         Mode::from_u8(self.before.load(Relaxed))
     }
 
+    fn enroll(&self, class: &Class) {
+        let i = class.index();
+        self.members[i / 64].fetch_or(1 << (i % 64), Relaxed);
+    }
+
+    /// The classes in the experiment.
+    fn members(&self) -> impl Iterator<Item = &'static Class> + '_ {
+        self.members.iter().enumerate().flat_map(|(word, bits)| {
+            let bits = bits.load(Relaxed);
+            (0..64).filter(move |b| bits & (1 << b) != 0).map(move |b| &TABLE[word * 64 + b])
+        })
+    }
+
+    /// Ends the experiment: its classes take the general path no more for its sake.
+    fn close(&self) {
+        config::set_measuring(false);
+        for word in &self.members {
+            word.store(0, Relaxed);
+        }
+        self.class.store(0, Release);
+    }
+
     /// The mode the last experiment that compared something chose, whichever its class.
     fn verdict(&self) -> Option<Mode> {
         match self.verdict.load(Relaxed) {
@@ -641,6 +702,7 @@ const NO_VERDICT: u8 = u8::MAX;
 
 static EXPERIMENT: Experiment = Experiment {
     class: AtomicU32::new(0),
+    members: [const { AtomicU64::new(0) }; CLASSES / 64],
     before: AtomicU8::new(0),
     began_ns: AtomicU64::new(0),
     phase: AtomicU32::new(0),
@@ -689,7 +751,7 @@ pub fn measuring() -> bool {
 }
 
 /// The caller took `m` (general path, while an experiment runs). Counts it if it is of
-/// the experimenting class; now and then, whatever the lock, looks at the clock, so
+/// an experimenting class; now and then, whatever the lock, looks at the clock, so
 /// that a phase ends even when the class's contended acquisitions stop.
 #[cold]
 pub fn count(m: &RawMutex) {
@@ -698,7 +760,7 @@ pub fn count(m: &RawMutex) {
         return;
     }
     let stripe = crate::thread::cpu().unwrap_or(0) as usize % STRIPES;
-    let counter = if class_of(m).index() + 1 == running { &COUNTS[stripe] } else { &OTHERS[stripe] };
+    let counter = if class_of(m).experimenting() { &COUNTS[stripe] } else { &OTHERS[stripe] };
     if counter.0.fetch_add(1, Relaxed) % 256 == 255 {
         advance(&TABLE[running - 1], sys::now_ns());
     }
@@ -707,10 +769,10 @@ pub fn count(m: &RawMutex) {
 /// After a contended acquisition of `class`: starts an experiment when it is due, or
 /// moves the running one on.
 fn experiment_step(class: &'static Class) {
-    let running = EXPERIMENT.class.load(Relaxed);
+    let running = EXPERIMENT.class.load(Relaxed) as usize;
     if running != 0 {
-        if running as usize == class.index() + 1 {
-            advance(class, sys::now_ns());
+        if class.experimenting() {
+            advance(&TABLE[running - 1], sys::now_ns());
         }
         return;
     }
@@ -729,6 +791,7 @@ fn experiment_step(class: &'static Class) {
     start(class, now);
 }
 
+/// Starts an experiment led by `class`, with the classes that join its first one.
 fn start(class: &'static Class, now: u64) {
     let e = &EXPERIMENT;
     // The phase word doubles as the lock on the experiment's fields.
@@ -736,6 +799,12 @@ fn start(class: &'static Class, now: u64) {
         return;
     }
     e.before.store(class.policy.mode.load(Relaxed), Relaxed);
+    e.enroll(class);
+    if class.untried() {
+        for companion in TABLE[1..].iter().filter(|c| c.joins_first_experiment_of(class)) {
+            e.enroll(companion);
+        }
+    }
     e.began_ns.store(now, Relaxed);
     e.contended.store(0, Relaxed);
     for m in 0..2 {
@@ -744,16 +813,19 @@ fn start(class: &'static Class, now: u64) {
         e.wall_ns[m].store(0, Relaxed);
         e.cpu_ns[m].store(0, Relaxed);
     }
-    begin_phase(class, 0, now);
+    begin_phase(0, now);
     config::set_measuring(true);
 }
 
-/// Switches the class to the phase's mode. What the phase measures starts only after
+/// Switches the experiment's classes to the phase's mode. What the phase measures starts only after
 /// [`SETTLE_NS`]: the waiters of the mode before (asleep, or spinning) are still waiting
 /// its way, and would be counted to the new one.
-fn begin_phase(class: &Class, phase: u32, now: u64) {
+fn begin_phase(phase: u32, now: u64) {
     let e = &EXPERIMENT;
-    class.policy.mode.store(phase_mode(phase, e.before()) as u8, Relaxed);
+    let mode = phase_mode(phase, e.before());
+    for member in e.members() {
+        member.policy.mode.store(mode as u8, Relaxed);
+    }
     e.started_ns.store(now, Relaxed);
     e.settled.store(false, Relaxed);
     e.phase.store(phase, Release);
@@ -815,10 +887,10 @@ fn advance(class: &Class, now: u64) {
     let clear = (mode == Mode::Spin && phase < 2 && outcome.compared_nothing())
         || (next.is_multiple_of(2) && next >= 4 && clearly_decided(&outcome));
     if next < 2 * ROUNDS && !clear {
-        begin_phase(class, next, now);
+        begin_phase(next, now);
         return;
     }
-    decide(class, outcome, now);
+    decide(outcome, now);
 }
 
 /// What `acquisitions` of a class, `contended` of them, over `wall_ns` with `cpu_ns` of
@@ -833,7 +905,7 @@ fn rates(acquisitions: u64, contended: u64, wall_ns: u64, cpu_ns: u64) -> (u64, 
 
 fn outcome() -> Outcome {
     let e = &EXPERIMENT;
-    let mut o = Outcome::default();
+    let mut o = Outcome { classes: e.members().count() as u32, ..Outcome::default() };
     for m in 0..2 {
         (o.per_s[m], o.cpu_ns_per_acq[m], o.contended_permille[m]) = rates(
             e.acquisitions[m].load(Relaxed),
@@ -868,7 +940,21 @@ pub fn choose(o: &Outcome, now: Mode) -> Mode {
     }
 }
 
-fn decide(class: &Class, o: Outcome, now: u64) {
+fn decide(o: Outcome, now: u64) {
+    let e = &EXPERIMENT;
+    let took = now.saturating_sub(e.began_ns.load(Relaxed));
+    if !o.compared_nothing() {
+        e.verdict.store(choose(&o, e.before()) as u8, Relaxed);
+    }
+    for class in e.members() {
+        decide_for(class, &o, now + INTERVAL_PER_EXPERIMENT * took, now);
+    }
+    e.close();
+}
+
+/// What the experiment's outcome `o` means for one of its classes; its next experiment
+/// comes no sooner than `not_before`.
+fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
     let before = EXPERIMENT.before();
     // The mode the class had before the experiment is what a trace reader compares
     // with; during the experiment it alternated.
@@ -885,12 +971,11 @@ fn decide(class: &Class, o: Outcome, now: u64) {
         // `sysbench mutex` they sent such classes back to spinning within 10 ms).
         let verdict = EXPERIMENT.verdict();
         let to = verdict.unwrap_or(before);
-        class.set_mode(to, class.measured() || verdict.is_some(), &Because::Uncontended(o));
+        class.set_mode(to, class.measured() || verdict.is_some(), &Because::Uncontended(*o));
         (last * 2).clamp(RETRY_INTERVAL_NS, MAX_INTERVAL_NS)
     } else {
-        let to = choose(&o, before);
-        EXPERIMENT.verdict.store(to as u8, Relaxed);
-        class.set_mode(to, true, &Because::Measured(o));
+        let to = choose(o, before);
+        class.set_mode(to, true, &Because::Measured(*o));
         if before == to {
             (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
         } else {
@@ -898,23 +983,20 @@ fn decide(class: &Class, o: Outcome, now: u64) {
         }
     };
     class.counts.interval_ns.store(interval, Relaxed);
-    let took = now.saturating_sub(EXPERIMENT.began_ns.load(Relaxed));
-    class.counts.next_experiment_ns.store(now + interval.max(INTERVAL_PER_EXPERIMENT * took), Relaxed);
+    class.counts.next_experiment_ns.store((now + interval).max(not_before), Relaxed);
     class.counts.contended.store(0, Relaxed);
-    config::set_measuring(false);
-    EXPERIMENT.class.store(0, Release);
 }
 
 /// In a child after `fork`: an experiment of the parent's (its phases timed by the
-/// parent's threads) is abandoned; the class keeps the mode it had.
+/// parent's threads) is abandoned; its classes keep the mode they had.
 pub fn after_fork_in_child() {
-    let running = EXPERIMENT.class.load(Relaxed);
-    if running != 0 {
-        let class = &TABLE[running as usize - 1];
-        class.policy.mode.store(EXPERIMENT.before() as u8, Relaxed);
-        config::set_measuring(false);
-        EXPERIMENT.phase.store(0, Relaxed);
-        EXPERIMENT.class.store(0, Release);
+    let e = &EXPERIMENT;
+    if e.class.load(Relaxed) != 0 {
+        for class in e.members() {
+            class.policy.mode.store(e.before() as u8, Relaxed);
+        }
+        e.phase.store(0, Relaxed);
+        e.close();
     }
 }
 
@@ -922,11 +1004,15 @@ pub fn after_fork_in_child() {
 mod tests {
     use super::*;
 
+    /// Tests that run an experiment's decision take turns: there is one experiment.
+    static EXPERIMENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     fn outcome(spin: u64, sleep: u64, spin_cpu: u64, sleep_cpu: u64) -> Outcome {
         Outcome {
             per_s: [spin, sleep],
             cpu_ns_per_acq: [spin_cpu, sleep_cpu],
             contended_permille: [500, 100],
+            classes: 1,
         }
     }
 
@@ -989,16 +1075,19 @@ mod tests {
         let mut uncontended = outcome(300, 0, 50, 0);
         uncontended.contended_permille = [0, 0];
         assert!(uncontended.compared_nothing());
-        // No experiment has compared anything yet (no other test sets a verdict): the
-        // class keeps its mode.
+        let _one_experiment = EXPERIMENTS.lock().unwrap_or_else(|e| e.into_inner());
+        // No experiment has compared anything yet: the class keeps its mode.
+        EXPERIMENT.verdict.store(NO_VERDICT, Relaxed);
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
-        decide(class, uncontended, 0);
+        EXPERIMENT.enroll(class);
+        decide(uncontended, 0);
         assert_eq!((class.mode(), class.measured()), (Mode::Spin, false));
         // Another class's experiment chose sleep: this one follows it, and the verdict
         // counts as measured, so that probes winning cannot undo it.
         EXPERIMENT.verdict.store(Mode::Sleep as u8, Relaxed);
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
-        decide(class, uncontended, 0);
+        EXPERIMENT.enroll(class);
+        decide(uncontended, 0);
         assert_eq!((class.mode(), class.measured()), (Mode::Sleep, true));
         for _ in 0..PROBE_WINDOW {
             class.spun(10, true);
@@ -1007,8 +1096,45 @@ mod tests {
         // An experiment that compared something decides for itself, and is the verdict
         // the next one that cannot tell will follow.
         EXPERIMENT.before.store(Mode::Sleep as u8, Relaxed);
-        decide(class, outcome(300, 100, 50, 80), 0);
+        EXPERIMENT.enroll(class);
+        decide(outcome(300, 100, 50, 80), 0);
         assert_eq!((class.mode(), EXPERIMENT.verdict()), (Mode::Spin, Some(Mode::Spin)));
+    }
+
+    #[test]
+    fn untried_classes_contended_alike_join_a_first_experiment_and_take_its_verdict() {
+        let mut storage = [libc::PTHREAD_MUTEX_INITIALIZER; 5];
+        let classes: Vec<&'static Class> = storage
+            .iter_mut()
+            .map(|m| {
+                // SAFETY: each element is a mutex, alive for the whole test.
+                class_of(unsafe { RawMutex::from_ptr(m) })
+            })
+            .collect();
+        let [leader, alike, rare, asleep, decided] = classes[..] else { unreachable!() };
+        let _one_experiment = EXPERIMENTS.lock().unwrap_or_else(|e| e.into_inner());
+        for (class, contended) in [(leader, 1000), (alike, 400), (rare, 200), (asleep, 1000), (decided, 1000)]
+        {
+            class.counts.contended.store(contended, Relaxed);
+        }
+        asleep.policy.mode.store(Mode::Sleep as u8, Relaxed);
+        decided.policy.measured.store(true, Relaxed);
+        assert!(alike.joins_first_experiment_of(leader), "contended within 4x, the same mode");
+        assert!(!rare.joins_first_experiment_of(leader), "contended 5x less often");
+        assert!(!asleep.joins_first_experiment_of(leader), "waiting in the other mode");
+        assert!(!decided.joins_first_experiment_of(leader), "an experiment decided it already");
+        assert!(!leader.joins_first_experiment_of(leader));
+        // Both take the verdict, and their next experiments are their own.
+        EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
+        EXPERIMENT.enroll(leader);
+        EXPERIMENT.enroll(alike);
+        assert!(alike.experimenting() && !rare.experimenting());
+        decide(outcome(100, 300, 50, 80), 0);
+        for class in [leader, alike] {
+            assert_eq!((class.mode(), class.measured(), class.experimenting()), (Mode::Sleep, true, false));
+        }
+        assert!(!alike.joins_first_experiment_of(leader), "tried now");
+        assert_eq!((rare.mode(), rare.measured()), (Mode::Spin, false));
     }
 
     #[test]

@@ -245,7 +245,8 @@ pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) 
             spin_cpu_ns = o.cpu_ns_per_acq[0],
             sleep_cpu_ns = o.cpu_ns_per_acq[1],
             spin_contended_permille = o.contended_permille[0],
-            sleep_contended_permille = o.contended_permille[1]
+            sleep_contended_permille = o.contended_permille[1],
+            classes = o.classes
         ),
     }
 }

@@ -284,7 +284,7 @@ fn auto_s_policy_events_are_a_history_per_lock_class_not_a_mutex() {
         r#"{{"ts_ns":1000,{class},"level":"DEBUG","event":"phase","phase":0,"mode":"spin","per_s":5}}"#
     ));
     t.add_line(&format!(
-        r#"{{"ts_ns":2000000,{class},"level":"INFO","event":"policy","from":"spin","to":"sleep","because":"measured","spin_per_s":2700000,"sleep_per_s":6600000,"spin_cpu_ns":792,"sleep_cpu_ns":217,"spin_contended_permille":814,"sleep_contended_permille":100}}"#
+        r#"{{"ts_ns":2000000,{class},"level":"INFO","event":"policy","from":"spin","to":"sleep","because":"measured","spin_per_s":2700000,"sleep_per_s":6600000,"spin_cpu_ns":792,"sleep_cpu_ns":217,"spin_contended_permille":814,"sleep_contended_permille":100,"classes":4}}"#
     ));
     t.add_line(&format!(
         r#"{{"ts_ns":3000000,{class},"level":"INFO","event":"policy","from":"sleep","to":"sleep","because":"uncontended","spin_per_s":9000,"sleep_per_s":0,"spin_cpu_ns":80,"sleep_cpu_ns":0,"spin_contended_permille":3,"sleep_contended_permille":0}}"#
@@ -301,7 +301,11 @@ fn auto_s_policy_events_are_a_history_per_lock_class_not_a_mutex() {
         text.contains("spin -> sleep  measured: spin 2.7M/s (792ns CPU, 814‰ contended); sleep 6.6M/s"),
         "{text}"
     );
-    assert!(text.contains("uncontended: spin 9.0k/s"), "{text}");
+    assert!(text.contains("100‰ contended); 4 lock classes measured together\n"), "{text}");
+    assert!(
+        text.contains("uncontended: spin 9.0k/s (80ns CPU, 3‰ contended)\n"),
+        "an event without `classes`: {text}"
+    );
     assert!(text.contains("2 of 64 spins won: they cost 90.0µs and saved 16.0µs"), "{text}");
     assert!(!text.contains("Hottest mutexes"), "no lock events, no table of locks: {text}");
     let json = serde_json::to_value(TraceJson::of(&t)).unwrap();

@@ -235,10 +235,14 @@ impl PolicyEvent {
                         n(&format!("{m}_contended_permille"))
                     )
                 };
-                if n("sleep_per_s") == 0 {
+                let modes = if n("sleep_per_s") == 0 {
                     mode("spin")
                 } else {
                     format!("{}; {}", mode("spin"), mode("sleep"))
+                };
+                match n("classes") {
+                    0 | 1 => modes,
+                    classes => format!("{modes}; {classes} lock classes measured together"),
                 }
             }
             "spins_lose" => format!(
