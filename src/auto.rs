@@ -223,7 +223,9 @@ struct Counts {
     spins: AtomicU32,
     wins: AtomicU32,
     spent: AtomicU32,
-    /// Contended acquisitions since the last experiment (saturating).
+    /// Contended acquisitions (saturating) since the last experiment that decided the
+    /// class's mode; for a class no experiment has decided, since it was made, so that
+    /// such classes compare (see [`Class::joins_first_experiment_of`]).
     contended: AtomicU32,
     /// A window of spins (or probes) has been judged: the class's mode says what its
     /// spins are worth, and an experiment can start from it.
@@ -984,7 +986,9 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
     };
     class.counts.interval_ns.store(interval, Relaxed);
     class.counts.next_experiment_ns.store((now + interval).max(not_before), Relaxed);
-    class.counts.contended.store(0, Relaxed);
+    if !class.untried() {
+        class.counts.contended.store(0, Relaxed);
+    }
 }
 
 /// In a child after `fork`: an experiment of the parent's (its phases timed by the
@@ -1080,8 +1084,11 @@ mod tests {
         EXPERIMENT.verdict.store(NO_VERDICT, Relaxed);
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
         EXPERIMENT.enroll(class);
+        class.policy.measured.store(false, Relaxed);
+        class.counts.contended.store(500, Relaxed);
         decide(uncontended, 0);
         assert_eq!((class.mode(), class.measured()), (Mode::Spin, false));
+        assert_eq!(class.counts.contended.load(Relaxed), 500, "still untried: it counts from its start");
         // Another class's experiment chose sleep: this one follows it, and the verdict
         // counts as measured, so that probes winning cannot undo it.
         EXPERIMENT.verdict.store(Mode::Sleep as u8, Relaxed);
@@ -1089,6 +1096,7 @@ mod tests {
         EXPERIMENT.enroll(class);
         decide(uncontended, 0);
         assert_eq!((class.mode(), class.measured()), (Mode::Sleep, true));
+        assert_eq!(class.counts.contended.load(Relaxed), 0, "decided: it counts again");
         for _ in 0..PROBE_WINDOW {
             class.spun(10, true);
         }
@@ -1115,6 +1123,9 @@ mod tests {
         let _one_experiment = EXPERIMENTS.lock().unwrap_or_else(|e| e.into_inner());
         for (class, contended) in [(leader, 1000), (alike, 400), (rare, 200), (asleep, 1000), (decided, 1000)]
         {
+            // As new, whatever an earlier test left in an entry of the same address.
+            class.policy.mode.store(Mode::Spin as u8, Relaxed);
+            class.policy.measured.store(false, Relaxed);
             class.counts.contended.store(contended, Relaxed);
         }
         asleep.policy.mode.store(Mode::Sleep as u8, Relaxed);
