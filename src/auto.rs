@@ -38,7 +38,8 @@
 //!    one a CPU), and spins that lose races can still keep a lock busy that would sit
 //!    idle while its next owner wakes. Only the class's throughput tells, so a class
 //!    runs an A/B experiment of its own, the first once it has had [`HOT`] contended
-//!    acquisitions and the economics of 1. have judged its spins once: [`ROUNDS`]
+//!    acquisitions and the economics of 1. have judged its spins once, or at the latest
+//!    after [`UNJUDGED_HOT`]: [`ROUNDS`]
 //!    rounds of one phase per mode (order alternating, the class's own mode first),
 //!    each settling for [`SETTLE_NS`] (the waiters of the mode before still wait its
 //!    way), then measuring for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the
@@ -68,9 +69,8 @@
 //! time, so that the process's CPU time is its own as far as it can be: with several
 //! hot classes at once, the others' CPU is noise in each experiment.
 //!
-//! A class's **first** experiment takes in every other class that no experiment has
-//! decided yet, waits in the same mode and has been contended about as often (within
-//! 4×): they switch modes together, their acquisitions are counted together, and each
+//! A class's **first** experiment takes in every other class that has had none yet,
+//! waits in the same mode and has been contended about as often (within 4×): they switch modes together, their acquisitions are counted together, and each
 //! takes the verdict. Classes hot at the same time are mostly taken by the same threads,
 //! and one's waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
 //! (4 init call sites) of locks its threads take at random. One of them experimenting
@@ -148,6 +148,11 @@ const CLEARLY_FASTER: (u64, u64) = (110, 100);
 const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
 const HOT: u32 = 64;
+/// Contended acquisitions after which a class's first experiment starts even though its
+/// spins have not been judged yet: a window of [`SPIN_WINDOW`] sampled spins takes about
+/// 4,000, and in a short run the waiting mode matters from the start (`sysbench mutex`,
+/// 130 ms, spins at a third of sleeping's pace: its classes decide about 5 ms sooner).
+const UNJUDGED_HOT: u32 = 16 * HOT;
 const FIRST_INTERVAL_NS: u64 = 250_000_000;
 /// An experiment whose spin phases had fewer than this share (in 1/1000: 1/32) of
 /// contended acquisitions, and found the modes alike, compared nothing; the next one
@@ -223,9 +228,7 @@ struct Counts {
     spins: AtomicU32,
     wins: AtomicU32,
     spent: AtomicU32,
-    /// Contended acquisitions (saturating) since the last experiment that decided the
-    /// class's mode; for a class no experiment has decided, since it was made, so that
-    /// such classes compare (see [`Class::joins_first_experiment_of`]).
+    /// Contended acquisitions since the last experiment (saturating).
     contended: AtomicU32,
     /// A window of spins (or probes) has been judged: the class's mode says what its
     /// spins are worth, and an experiment can start from it.
@@ -291,14 +294,13 @@ impl Class {
         EXPERIMENT.members[i / 64].load(Relaxed) & (1 << (i % 64)) != 0
     }
 
-    /// No experiment has decided this class's mode yet (nor has it taken another's
-    /// verdict).
+    /// The class has had no experiment yet.
     fn untried(&self) -> bool {
-        !self.measured()
+        self.counts.interval_ns.load(Relaxed) == 0
     }
 
-    /// Whether this class joins `leader`'s first experiment: it is untried too, waits in
-    /// the same mode, and has been contended about as often (within 4×). Such classes
+    /// Whether this class joins `leader`'s first experiment: it has had none either,
+    /// waits in the same mode, and has been contended about as often (within 4×). Such classes
     /// are usually taken by the same threads at the same time, and what one's waiting
     /// does shows in the others' throughput (see [`start`]).
     fn joins_first_experiment_of(&self, leader: &Class) -> bool {
@@ -778,8 +780,11 @@ fn experiment_step(class: &'static Class) {
         }
         return;
     }
-    if class.counts.contended.load(Relaxed) < HOT || !class.counts.judged.load(Relaxed) || class.index() == 0
-    {
+    let contended = class.counts.contended.load(Relaxed);
+    // Its mode says something: its spins were judged, or an experiment decided it; or it
+    // has waited for that long enough.
+    let grounded = class.counts.judged.load(Relaxed) || !class.untried() || contended >= UNJUDGED_HOT;
+    if contended < HOT || !grounded || class.index() == 0 {
         return;
     }
     let now = sys::now_ns();
@@ -986,9 +991,7 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
     };
     class.counts.interval_ns.store(interval, Relaxed);
     class.counts.next_experiment_ns.store((now + interval).max(not_before), Relaxed);
-    if !class.untried() {
-        class.counts.contended.store(0, Relaxed);
-    }
+    class.counts.contended.store(0, Relaxed);
 }
 
 /// In a child after `fork`: an experiment of the parent's (its phases timed by the
@@ -1085,10 +1088,8 @@ mod tests {
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
         EXPERIMENT.enroll(class);
         class.policy.measured.store(false, Relaxed);
-        class.counts.contended.store(500, Relaxed);
         decide(uncontended, 0);
         assert_eq!((class.mode(), class.measured()), (Mode::Spin, false));
-        assert_eq!(class.counts.contended.load(Relaxed), 500, "still untried: it counts from its start");
         // Another class's experiment chose sleep: this one follows it, and the verdict
         // counts as measured, so that probes winning cannot undo it.
         EXPERIMENT.verdict.store(Mode::Sleep as u8, Relaxed);
@@ -1096,7 +1097,6 @@ mod tests {
         EXPERIMENT.enroll(class);
         decide(uncontended, 0);
         assert_eq!((class.mode(), class.measured()), (Mode::Sleep, true));
-        assert_eq!(class.counts.contended.load(Relaxed), 0, "decided: it counts again");
         for _ in 0..PROBE_WINDOW {
             class.spun(10, true);
         }
@@ -1110,7 +1110,7 @@ mod tests {
     }
 
     #[test]
-    fn untried_classes_contended_alike_join_a_first_experiment_and_take_its_verdict() {
+    fn classes_without_an_experiment_contended_alike_join_a_first_one_and_take_its_verdict() {
         let mut storage = [libc::PTHREAD_MUTEX_INITIALIZER; 5];
         let classes: Vec<&'static Class> = storage
             .iter_mut()
@@ -1126,14 +1126,15 @@ mod tests {
             // As new, whatever an earlier test left in an entry of the same address.
             class.policy.mode.store(Mode::Spin as u8, Relaxed);
             class.policy.measured.store(false, Relaxed);
+            class.counts.interval_ns.store(0, Relaxed);
             class.counts.contended.store(contended, Relaxed);
         }
         asleep.policy.mode.store(Mode::Sleep as u8, Relaxed);
-        decided.policy.measured.store(true, Relaxed);
+        decided.counts.interval_ns.store(RETRY_INTERVAL_NS, Relaxed);
         assert!(alike.joins_first_experiment_of(leader), "contended within 4x, the same mode");
         assert!(!rare.joins_first_experiment_of(leader), "contended 5x less often");
         assert!(!asleep.joins_first_experiment_of(leader), "waiting in the other mode");
-        assert!(!decided.joins_first_experiment_of(leader), "an experiment decided it already");
+        assert!(!decided.joins_first_experiment_of(leader), "it has had an experiment already");
         assert!(!leader.joins_first_experiment_of(leader));
         // Both take the verdict, and their next experiments are their own.
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);

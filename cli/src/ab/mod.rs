@@ -46,8 +46,8 @@ use runs::*;
     marked as interrupted. Exit status: 0; 1 when a run failed; 128 + the signal number \
     when interrupted.")]
 pub struct AbArgs {
-    /// An arm to compare (repeatable, or a comma list): glibc, futex, spin, kernel, or none
-    /// (CMD without the library) [default: none,glibc,spin]
+    /// An arm to compare (repeatable, or a comma list): glibc, futex, spin, auto, kernel,
+    /// or none (CMD without the library) [default: none,glibc,spin]
     #[arg(short = 's', long = "strategy", value_name = "S", value_delimiter = ',', value_parser = parse_arm)]
     pub strategies: Vec<Arm>,
 

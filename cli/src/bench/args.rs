@@ -55,8 +55,8 @@ pub struct BenchArgs {
     pub layout: Vec<Layout>,
 
     /// Arms: none (no library), glibc, glibc-adaptive (glibc with a
-    /// PTHREAD_MUTEX_ADAPTIVE_NP mutex), futex, spin, kernel [default:
-    /// none,glibc,glibc-adaptive,futex,spin,kernel]
+    /// PTHREAD_MUTEX_ADAPTIVE_NP mutex), futex, spin, auto, kernel [default:
+    /// none,glibc,glibc-adaptive,futex,spin,auto,kernel]
     #[arg(short = 's', long, value_name = "LIST", value_delimiter = ',', value_parser = parse_bench_arm)]
     pub strategies: Vec<Arm>,
 

@@ -39,7 +39,7 @@ use crate::Failure;
     does; --stats=json prints it as `spinmutex report --json` does. Only processes that \
     locked a mutex have a report.")]
 pub struct RunArgs {
-    /// The strategy: glibc, futex, spin, kernel; `none` runs CMD without the library
+    /// The strategy: glibc, futex, spin, auto, kernel; `none` runs CMD without the library
     /// [SPINMUTEX_STRATEGY; default: the environment's, else spin]
     #[arg(long, value_name = "S", value_parser = parse_arm)]
     pub strategy: Option<Arm>,
