@@ -38,8 +38,7 @@
 //!    one a CPU), and spins that lose races can still keep a lock busy that would sit
 //!    idle while its next owner wakes. Only the class's throughput tells, so a class
 //!    runs an A/B experiment of its own, the first once it has had [`HOT`] contended
-//!    acquisitions and the economics of 1. have judged its spins once, or at the latest
-//!    after [`UNJUDGED_HOT`]: [`ROUNDS`]
+//!    acquisitions and the economics of 1. have judged its spins once: [`ROUNDS`]
 //!    rounds of one phase per mode (order alternating, the class's own mode first),
 //!    each settling for [`SETTLE_NS`] (the waiters of the mode before still wait its
 //!    way), then measuring for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the
@@ -148,11 +147,6 @@ const CLEARLY_FASTER: (u64, u64) = (110, 100);
 const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
 const HOT: u32 = 64;
-/// Contended acquisitions after which a class's first experiment starts even though its
-/// spins have not been judged yet: a window of [`SPIN_WINDOW`] sampled spins takes about
-/// 4,000, and in a short run the waiting mode matters from the start (`sysbench mutex`,
-/// 130 ms, spins at a third of sleeping's pace: its classes decide about 5 ms sooner).
-const UNJUDGED_HOT: u32 = 16 * HOT;
 const FIRST_INTERVAL_NS: u64 = 250_000_000;
 /// An experiment whose spin phases had fewer than this share (in 1/1000: 1/32) of
 /// contended acquisitions, and found the modes alike, compared nothing; the next one
@@ -780,11 +774,10 @@ fn experiment_step(class: &'static Class) {
         }
         return;
     }
-    let contended = class.counts.contended.load(Relaxed);
-    // Its mode says something: its spins were judged, or an experiment decided it; or it
-    // has waited for that long enough.
-    let grounded = class.counts.judged.load(Relaxed) || !class.untried() || contended >= UNJUDGED_HOT;
-    if contended < HOT || !grounded || class.index() == 0 {
+    // Its mode says something: its spins were judged, or it has had an experiment (a
+    // class that joined another's first one may have had no spins judged).
+    let grounded = class.counts.judged.load(Relaxed) || !class.untried();
+    if class.counts.contended.load(Relaxed) < HOT || !grounded || class.index() == 0 {
         return;
     }
     let now = sys::now_ns();
