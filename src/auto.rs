@@ -75,8 +75,8 @@
 //! (4 init call sites) of locks its threads take at random. One of them experimenting
 //! alone, while the other three still spun and kept every thread awake, measured its
 //! modes alike (about 2.3 M/s each); sleeping wins only once all four sleep, when one
-//! thread at a time runs at 7 M/s. Together, the four decide in one experiment, a few
-//! milliseconds into the run. From then on each class experiments on its own.
+//! thread at a time runs at 7 M/s. Together, the four decide in one experiment of a few
+//! milliseconds. From then on each class experiments on its own.
 //!
 //! Every change of mode, and every experiment's outcome, is a trace event (`policy`,
 //! with the class, the mode before and after, why, and the measurements behind it); each
