@@ -69,9 +69,10 @@
 //! hot classes at once, the others' CPU is noise in each experiment.
 //!
 //! A class's **first** experiment takes in every other class that has had none yet,
-//! waits in the same mode and has been contended about as often (within 4×): they switch modes together, their acquisitions are counted together, and each
-//! takes the verdict. Classes hot at the same time are mostly taken by the same threads,
-//! and one's waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
+//! waits in the same mode and has been contended about as often (within 4×): they
+//! switch modes together, their acquisitions are counted together, and each takes the
+//! verdict. Classes hot at the same time are mostly taken by the same threads, and one's
+//! waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
 //! (4 init call sites) of locks its threads take at random. One of them experimenting
 //! alone, while the other three still spun and kept every thread awake, measured its
 //! modes alike (about 2.3 M/s each); sleeping wins only once all four sleep, when one
@@ -294,9 +295,9 @@ impl Class {
     }
 
     /// Whether this class joins `leader`'s first experiment: it has had none either,
-    /// waits in the same mode, and has been contended about as often (within 4×). Such classes
-    /// are usually taken by the same threads at the same time, and what one's waiting
-    /// does shows in the others' throughput (see [`start`]).
+    /// waits in the same mode, and has been contended about as often (within 4×). Such
+    /// classes are usually taken by the same threads at the same time, and what one's
+    /// waiting does shows in the others' throughput (module header).
     fn joins_first_experiment_of(&self, leader: &Class) -> bool {
         let contended = self.counts.contended.load(Relaxed);
         !core::ptr::eq(self, leader)
@@ -598,7 +599,7 @@ pub struct Outcome {
     pub per_s: [u64; 2],
     pub cpu_ns_per_acq: [u64; 2],
     pub contended_permille: [u64; 2],
-    /// Classes the experiment measured together (see [`start`]).
+    /// Classes the experiment measured together (module header).
     pub classes: u32,
 }
 
@@ -817,9 +818,9 @@ fn start(class: &'static Class, now: u64) {
     config::set_measuring(true);
 }
 
-/// Switches the experiment's classes to the phase's mode. What the phase measures starts only after
-/// [`SETTLE_NS`]: the waiters of the mode before (asleep, or spinning) are still waiting
-/// its way, and would be counted to the new one.
+/// Switches the experiment's classes to the phase's mode. What the phase measures starts
+/// only after [`SETTLE_NS`]: the waiters of the mode before (asleep, or spinning) are
+/// still waiting its way, and would be counted to the new one.
 fn begin_phase(phase: u32, now: u64) {
     let e = &EXPERIMENT;
     let mode = phase_mode(phase, e.before());
