@@ -64,7 +64,7 @@
 //!
 //! While an experiment runs, every mutex call takes the general path (a bit of
 //! `config::fast_path_off`, the word the fast path already tests), which counts the
-//! experimenting class's acquisitions in per-CPU stripes. One experiment runs at a
+//! experimenting classes' acquisitions in per-CPU stripes. One experiment runs at a
 //! time, so that the process's CPU time is its own as far as it can be: with several
 //! hot classes at once, the others' CPU is noise in each experiment.
 //!
@@ -637,7 +637,8 @@ struct Experiment {
     class: AtomicU32,
     /// The classes in the experiment, the leader's among them: a bit per table entry.
     members: [AtomicU64; CLASSES / 64],
-    /// The class's mode before the experiment, and when it began.
+    /// The mode its classes waited in before the experiment (the same for all), and
+    /// when it began.
     before: AtomicU8,
     began_ns: AtomicU64,
     /// The phase running: rounds × 2; set to `u32::MAX` while one thread ends a phase.
@@ -718,7 +719,7 @@ static EXPERIMENT: Experiment = Experiment {
     verdict: AtomicU8::new(NO_VERDICT),
 };
 
-/// Acquisitions of the experimenting class, striped by CPU so that counting costs no
+/// Acquisitions of the experimenting classes, striped by CPU so that counting costs no
 /// shared cache line.
 #[repr(align(64))]
 struct Stripe(AtomicU64);
