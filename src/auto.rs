@@ -87,15 +87,20 @@
 //!
 //! # Where the class is kept
 //!
-//! Under `auto` a mutex's `__spins` holds its class in its high 8 bits (an index into a
-//! fixed table of [`CLASSES`] entries) beside its spin estimate in its low 8 (mutex.rs),
-//! for private mutexes of the normal, recursive and error-checking types. glibc's
-//! condition variables write their own estimate into an adaptive mutex's `__spins`, and
-//! in a process-shared mutex an index would mean another class in each process: those,
-//! and mutexes whose `__spins` was never set (static initialisers), are classed by their
-//! address. A class that finds no room in the table shares entry 0, which learns for
-//! all of them. Nothing here is on the uncontended path: the class is read after the
-//! first failed attempt.
+//! Under `auto` a mutex's `__spins` holds its call site's class in its high 8 bits (an
+//! index into a fixed table of [`CLASSES`] entries) beside its spin estimate in its low
+//! 8 (mutex.rs), for private mutexes of the normal, recursive and error-checking types.
+//! glibc's condition variables write their own estimate into an adaptive mutex's
+//! `__spins`, and in a process-shared mutex an index would mean another class in each
+//! process: those, and mutexes never initialised by a call (zeroed memory,
+//! `PTHREAD_MUTEX_INITIALIZER`, every C++ `std::mutex`), are classed by their address,
+//! and found by it on each lookup. A call site's entry is kept for good; an address
+//! class lives as long as its mutex, so a class that finds no room near its key takes
+//! over the entry of an address class not looked up lately ([`class_for_key`]: a
+//! program that makes and frees such mutexes all the time would otherwise fill the
+//! table with dead ones). A class that still finds no room shares entry 0, which learns
+//! for all of them. Nothing here is on the uncontended path: the class is read after
+//! the first failed attempt.
 
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
@@ -213,6 +218,9 @@ struct Policy {
     mode: AtomicU8,
     /// The mode was chosen by an experiment: probes do not change it.
     measured: AtomicBool,
+    /// A class keyed by a mutex's address was looked up since a lookup that found no
+    /// room last passed it (see [`class_for_key`]).
+    recent: AtomicBool,
 }
 
 #[repr(align(64))]
@@ -242,6 +250,7 @@ impl Class {
                 call_site: AtomicBool::new(false),
                 mode: AtomicU8::new(Mode::Spin as u8),
                 measured: AtomicBool::new(false),
+                recent: AtomicBool::new(false),
             },
             counts: Counts {
                 estimate: AtomicU32::new(0),
@@ -257,8 +266,44 @@ impl Class {
         }
     }
 
+    /// Forgets what the entry learned, for the class that has just taken it over.
+    fn reset(&self) {
+        let (p, c) = (&self.policy, &self.counts);
+        p.mode.store(Mode::Spin as u8, Relaxed);
+        p.measured.store(false, Relaxed);
+        c.estimate.store(0, Relaxed);
+        self.new_window();
+        c.contended.store(0, Relaxed);
+        c.judged.store(false, Relaxed);
+        c.next_experiment_ns.store(0, Relaxed);
+        c.interval_ns.store(0, Relaxed);
+        for served in &c.served {
+            served.store(0, Relaxed);
+        }
+    }
+
     pub fn key(&self) -> usize {
         self.policy.key.load(Relaxed)
+    }
+
+    /// A lookup found the class: an address class is kept from retiring for one more
+    /// pass of the clock (see [`class_for_key`]). Written only when it changes, since
+    /// every contended acquisition looks its class up.
+    fn looked_up(&self) {
+        let p = &self.policy;
+        if !p.call_site.load(Relaxed) && !p.recent.load(Relaxed) {
+            p.recent.store(true, Relaxed);
+        }
+    }
+
+    /// The clock's hand passes the entry: it may be handed to another class if it is
+    /// keyed by a mutex's address, is not in the running experiment, and was not looked
+    /// up since the hand last passed (which clears `recent`: a second chance).
+    fn retirable(&self) -> bool {
+        if self.policy.call_site.load(Relaxed) || self.experimenting() {
+            return false;
+        }
+        !self.policy.recent.swap(false, Relaxed)
     }
 
     /// The class's mode; while it experiments, the mode it had before (the phases'
@@ -380,32 +425,78 @@ static TABLE: [Class; CLASSES] = [const { Class::new() }; CLASSES];
 
 /// The class with `key`, if there is one (for the statistics report).
 pub fn find(key: usize) -> Option<&'static Class> {
+    window(key).map(|i| &TABLE[i]).find(|c| c.key() == key && key != 0)
+}
+
+/// The entries `key` may have: [`PROBES`] in a row from where it hashes to.
+fn window(key: usize) -> impl Iterator<Item = usize> + Clone {
     let first = (key.max(1) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
-    (0..PROBES).map(|i| &TABLE[1 + (first as usize + i) % (CLASSES - 1)]).find(|c| c.key() == key && key != 0)
+    (0..PROBES).map(move |i| 1 + (first as usize + i) % (CLASSES - 1))
 }
 
 /// The entry for `key`, claimed if new; entry 0 when the table has no room near it.
+///
+/// Call sites are few and last as long as the program's code, so their entries are
+/// kept for good. A class keyed by a mutex's address (a mutex never initialised by a
+/// call: zeroed memory, `PTHREAD_MUTEX_INITIALIZER`, every C++ `std::mutex`) lives as
+/// long as that mutex, and a long-running program makes and frees such mutexes all the
+/// time. So a key that finds no room near it takes over the entry of an address class
+/// not looked up lately, which forgets what it learned: a clock, whose hand is each
+/// such search (it clears `recent` in the entries it passes, until it finds one
+/// already clear). The mutexes of address classes are therefore found by their address
+/// on every lookup, never by a link.
 #[inline(never)]
 fn class_for_key(key: usize, call_site: bool) -> usize {
     let key = key.max(1);
-    let first = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
-    for i in 0..PROBES {
-        let index = 1 + (first as usize + i) % (CLASSES - 1);
+    for index in window(key) {
         let class = &TABLE[index];
-        match class.policy.key.load(Acquire) {
-            k if k == key => return index,
-            0 => match class.policy.key.compare_exchange(0, key, AcqRel, Acquire) {
-                Ok(_) => {
-                    class.policy.call_site.store(call_site, Relaxed);
-                    return index;
+        let found = match class.policy.key.load(Acquire) {
+            k if k == key => true,
+            0 => claim(class, 0, key, call_site) != Claim::Lost,
+            _ => false,
+        };
+        if found {
+            class.looked_up();
+            return index;
+        }
+    }
+    for index in window(key) {
+        let class = &TABLE[index];
+        let old = class.policy.key.load(Acquire);
+        if old != 0 && class.retirable() {
+            return match claim(class, old, key, call_site) {
+                Claim::Won => {
+                    class.reset();
+                    index
                 }
-                Err(k) if k == key => return index,
-                Err(_) => {}
-            },
-            _ => {}
+                Claim::Same => index,
+                Claim::Lost => 0,
+            };
         }
     }
     0
+}
+
+#[derive(PartialEq)]
+enum Claim {
+    /// The entry is the key's now.
+    Won,
+    /// Another thread claimed it for the same key first.
+    Same,
+    /// Another thread claimed it for another key.
+    Lost,
+}
+
+/// Makes `class`, keyed `old` (0: free), the entry of `key`.
+fn claim(class: &Class, old: usize, key: usize, call_site: bool) -> Claim {
+    match class.policy.key.compare_exchange(old, key, AcqRel, Acquire) {
+        Ok(_) => {
+            class.policy.call_site.store(call_site, Relaxed);
+            Claim::Won
+        }
+        Err(k) if k == key => Claim::Same,
+        Err(_) => Claim::Lost,
+    }
 }
 
 /// Whether `m` keeps its class in `__spins` (module header).
@@ -424,21 +515,23 @@ pub fn born(m: &RawMutex, caller: usize) {
     }
 }
 
-/// The class of `m`.
+/// The class of `m`, claimed if new.
 #[inline]
 pub fn class_of(m: &RawMutex) -> &'static Class {
-    if keeps_link(m) {
-        let link = usize::from(m.class_link());
-        if link != 0 {
-            return &TABLE[link % CLASSES];
-        }
-        let index = class_for_key(m.addr(), false);
-        if index != 0 {
-            m.set_class_link(index as u16);
-        }
-        return &TABLE[index];
-    }
-    &TABLE[class_for_key(m.addr(), false)]
+    linked_class(m).unwrap_or_else(|| &TABLE[class_for_key(m.addr(), false)])
+}
+
+/// The class of `m` if it has one already: what a lookup on every acquisition (not only
+/// the contended ones) uses, so that it neither claims entries nor moves the clock.
+fn known_class_of(m: &RawMutex) -> Option<&'static Class> {
+    linked_class(m).or_else(|| find(m.addr()))
+}
+
+/// The call site's class that `m`'s `__spins` links to, if any.
+#[inline]
+fn linked_class(m: &RawMutex) -> Option<&'static Class> {
+    let link = if keeps_link(m) { usize::from(m.class_link()) } else { 0 };
+    (link != 0).then(|| &TABLE[link % CLASSES])
 }
 
 // What the waiting code of mutex.rs asks of `auto`, through `RawMutex`'s `SpinTarget`
@@ -760,7 +853,8 @@ pub fn count(m: &RawMutex) {
         return;
     }
     let stripe = crate::thread::cpu().unwrap_or(0) as usize % STRIPES;
-    let counter = if class_of(m).experimenting() { &COUNTS[stripe] } else { &OTHERS[stripe] };
+    let member = known_class_of(m).is_some_and(Class::experimenting);
+    let counter = if member { &COUNTS[stripe] } else { &OTHERS[stripe] };
     if counter.0.fetch_add(1, Relaxed) % 256 == 255 {
         advance(&TABLE[running - 1], sys::now_ns());
     }
@@ -1006,8 +1100,13 @@ pub fn after_fork_in_child() {
 mod tests {
     use super::*;
 
-    /// Tests that run an experiment's decision take turns: there is one experiment.
-    static EXPERIMENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    /// Tests that use the class table take turns: there is one table, and one
+    /// experiment.
+    static TABLE_USERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn table_to_myself() -> std::sync::MutexGuard<'static, ()> {
+        TABLE_USERS.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
     fn outcome(spin: u64, sleep: u64, spin_cpu: u64, sleep_cpu: u64) -> Outcome {
         Outcome {
@@ -1058,6 +1157,7 @@ mod tests {
 
     #[test]
     fn only_a_class_in_spin_mode_lets_its_sleepers_ask_for_a_handoff() {
+        let _table = table_to_myself();
         let mut storage: libc::pthread_mutex_t = libc::PTHREAD_MUTEX_INITIALIZER;
         // SAFETY: `storage` is a mutex, alive for the whole test.
         let m = unsafe { RawMutex::from_ptr(&mut storage) };
@@ -1077,7 +1177,7 @@ mod tests {
         let mut uncontended = outcome(300, 0, 50, 0);
         uncontended.contended_permille = [0, 0];
         assert!(uncontended.compared_nothing());
-        let _one_experiment = EXPERIMENTS.lock().unwrap_or_else(|e| e.into_inner());
+        let _table = table_to_myself();
         // No experiment has compared anything yet: the class keeps its mode.
         EXPERIMENT.verdict.store(NO_VERDICT, Relaxed);
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
@@ -1115,7 +1215,7 @@ mod tests {
             })
             .collect();
         let [leader, alike, rare, asleep, decided] = classes[..] else { unreachable!() };
-        let _one_experiment = EXPERIMENTS.lock().unwrap_or_else(|e| e.into_inner());
+        let _table = table_to_myself();
         for (class, contended) in [(leader, 1000), (alike, 400), (rare, 200), (asleep, 1000), (decided, 1000)]
         {
             // As new, whatever an earlier test left in an entry of the same address.
@@ -1142,6 +1242,51 @@ mod tests {
         }
         assert!(!alike.joins_first_experiment_of(leader), "tried now");
         assert_eq!((rare.mode(), rare.measured()), (Mode::Spin, false));
+    }
+
+    #[test]
+    fn a_key_with_no_room_takes_over_the_address_class_not_looked_up_longest() {
+        let _table = table_to_myself();
+        // Keys whose windows are the same entries: the first key's, then others that
+        // hash to where it does.
+        let first = 0x7000_0000_1000usize;
+        let entries: Vec<usize> = window(first).collect();
+        let mut keys = (first + 64..).step_by(64).filter(|&k| window(k).next() == Some(entries[0]));
+        let fill = |recent: &dyn Fn(usize) -> bool, call_site: &dyn Fn(usize) -> bool| {
+            for (i, &e) in entries.iter().enumerate() {
+                let p = &TABLE[e].policy;
+                p.key.store(first + i, Relaxed); // keys that hash elsewhere: never looked up
+                p.call_site.store(call_site(i), Relaxed);
+                p.recent.store(recent(i), Relaxed);
+            }
+        };
+        // Every entry but the sixth was looked up since the clock last passed: the
+        // hand clears the first five as it passes, and takes the sixth.
+        fill(&|i| i != 5, &|_| false);
+        TABLE[entries[5]].policy.mode.store(Mode::Sleep as u8, Relaxed);
+        TABLE[entries[5]].counts.served[1].store(7, Relaxed);
+        let newcomer = keys.next().unwrap();
+        assert_eq!(class_for_key(newcomer, false), entries[5]);
+        let taken = &TABLE[entries[5]];
+        assert_eq!((taken.key(), taken.mode(), taken.served()), (newcomer, Mode::Spin, (0, 0)), "forgotten");
+        assert!((0..5).all(|i| !TABLE[entries[i]].policy.recent.load(Relaxed)), "second chances used");
+        // Found again: no entry changes hands, and it is marked as looked up.
+        assert_eq!(class_for_key(newcomer, false), entries[5]);
+        assert!(taken.policy.recent.load(Relaxed));
+        // The next key takes the first entry the hand passed, whose chance is spent.
+        assert_eq!(class_for_key(keys.next().unwrap(), true), entries[0]);
+        // Call sites' entries, and the experiment's classes, are never taken.
+        fill(&|_| false, &|i| i % 2 == 0);
+        EXPERIMENT.enroll(&TABLE[entries[1]]);
+        let odd_after_one = class_for_key(keys.next().unwrap(), false);
+        EXPERIMENT.close();
+        assert_eq!(odd_after_one, entries[3]);
+        fill(&|_| false, &|_| true);
+        assert_eq!(class_for_key(keys.next().unwrap(), false), 0, "no room: the shared entry");
+        for &e in &entries {
+            TABLE[e].policy.key.store(0, Relaxed);
+            TABLE[e].reset();
+        }
     }
 
     #[test]

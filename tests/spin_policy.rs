@@ -209,10 +209,39 @@ fn every_class_reports_its_policy() {
     }
 }
 
+/// A program that has used 1,000 never-initialised heap mutexes, each a class keyed by
+/// its address, still finds room for a lock class it makes later: the dead classes'
+/// entries are taken over (auto.rs, `class_for_key`).
+fn a_class_made_after_many_address_classes_finds_room() {
+    let _alone = one_at_a_time();
+    let dir = scratch();
+    let stats = dir.path().join("stats.json");
+    let mut cmd = preloaded(c_test("auto_table"), Some("auto"));
+    cmd.env("SPINMUTEX_STATS", "json").env("SPINMUTEX_STATS_FILE", &stats);
+    run_bounded(cmd, LIMIT).assert_success("auto_table under auto");
+    let stats = std::fs::read_to_string(&stats).unwrap_or_default();
+    let stats: serde_json::Value =
+        serde_json::from_str(stats.lines().last().unwrap_or("")).expect("a JSON statistics report");
+    let classes = stats["classes"].as_array().expect("classes");
+    let late = classes
+        .iter()
+        .find(|c| c["origin"] == "init")
+        .unwrap_or_else(|| panic!("no class made by init in {stats}"));
+    let policy = &late["policy"];
+    assert!(policy.is_object(), "the late class found no room in auto's table: {late}");
+    let served = policy["served_spinning"].as_u64().unwrap() + policy["served_sleeping"].as_u64().unwrap();
+    assert_eq!(
+        served,
+        late["counters"]["contended"].as_u64().unwrap(),
+        "the late class counted others': {late}"
+    );
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = Suite::new();
     tests!(suite, spinner_on_the_owners_cpu_stops_at_once);
     tests!(suite, a_class_held_long_learns_to_sleep, every_class_reports_its_policy);
+    tests!(suite, a_class_made_after_many_address_classes_finds_room);
     suite.needs(
         "one_cpu_means_no_spinning",
         &[Need::Program("taskset", "util-linux")],
