@@ -26,17 +26,6 @@ static struct counted slow[SLOW_LOCKS], fast;
 static volatile int stop;
 static unsigned long slow_done[2], fast_done[2];
 
-/* Works (the thread stays runnable) until `us` microseconds have passed. */
-static void compute_for_us(long us) {
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    do {
-        for (volatile int k = 0; k < 100; k++) {
-        }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    } while ((now.tv_sec - start.tv_sec) * 1000000L + (now.tv_nsec - start.tv_nsec) / 1000 < us);
-}
-
 static __attribute__((noinline)) void slow_new(struct counted *c) {
     OK(pthread_mutex_init(&c->lock, NULL));
 }

@@ -86,6 +86,13 @@ static CHECK_UNUSED int64_t now_ns(clockid_t clock) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Works (the thread stays runnable, never sleeps) for `us` microseconds. */
+static CHECK_UNUSED void compute_for_us(long us) {
+    int64_t end = now_ns(CLOCK_MONOTONIC) + (int64_t)us * 1000;
+    while (now_ns(CLOCK_MONOTONIC) < end) {
+    }
+}
+
 /* An absolute deadline `ns` nanoseconds from now on `clock` (ns may be negative). */
 static CHECK_UNUSED struct timespec deadline_in(clockid_t clock, int64_t ns) {
     int64_t t = now_ns(clock) + ns;

@@ -63,12 +63,6 @@ static volatile int stop;
 static int inside, max_inside;
 static long reads;
 
-static void busy_us(int us) {
-    int64_t end = now_ns(CLOCK_MONOTONIC) + (int64_t)us * 1000;
-    while (now_ns(CLOCK_MONOTONIC) < end) {
-    }
-}
-
 static void *stream_reader(void *arg) {
     long id = (long)arg;
     sleep_ms((int)id * 3);
@@ -78,7 +72,7 @@ static void *stream_reader(void *arg) {
         int m = __atomic_load_n(&max_inside, __ATOMIC_SEQ_CST);
         while (n > m && !__atomic_compare_exchange_n(&max_inside, &m, n, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
         }
-        busy_us(150);
+        compute_for_us(150);
         __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
         __atomic_add_fetch(&reads, 1, __ATOMIC_SEQ_CST);
         OK(pthread_rwlock_unlock(&stream_lock));
