@@ -465,12 +465,14 @@ fn class_for_key(key: usize, call_site: bool) -> usize {
         let old = class.policy.key.load(Acquire);
         if old != 0 && class.retirable() {
             return match claim(class, old, key, call_site) {
-                Claim::Won => {
-                    class.reset();
+                Claim::Lost => 0,
+                won_or_same => {
+                    if won_or_same == Claim::Won {
+                        class.reset();
+                    }
+                    class.looked_up();
                     index
                 }
-                Claim::Same => index,
-                Claim::Lost => 0,
             };
         }
     }
