@@ -423,9 +423,18 @@ fn spin_economics(pauses: u32, wins: u32) -> (u64, u64) {
 
 static TABLE: [Class; CLASSES] = [const { Class::new() }; CLASSES];
 
-/// The class with `key`, if there is one (for the statistics report).
+/// The class with `key`, if there is one. The search stops at the first free entry: a
+/// key takes the first free entry of its window, and an entry, once taken, is never
+/// free again (it can only change hands).
 pub fn find(key: usize) -> Option<&'static Class> {
-    window(key).map(|i| &TABLE[i]).find(|c| c.key() == key && key != 0)
+    for index in window(key) {
+        match TABLE[index].key() {
+            0 => return None,
+            k if k == key => return Some(&TABLE[index]),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The entries `key` may have: [`PROBES`] in a row from where it hashes to.
