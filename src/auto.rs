@@ -296,10 +296,10 @@ impl Class {
         }
     }
 
-    /// The clock's hand passes the entry: it may be handed to another class if it is
-    /// keyed by a mutex's address, is not in the running experiment, and was not looked
-    /// up since the hand last passed (which clears `recent`: a second chance).
-    fn retirable(&self) -> bool {
+    /// The clock's hand passes the entry, clearing `recent` (a second chance); true if
+    /// the entry may be handed to another class: it is keyed by a mutex's address, is
+    /// not in the running experiment, and was not looked up since the hand last passed.
+    fn hand_passes(&self) -> bool {
         if self.policy.call_site.load(Relaxed) || self.experimenting() {
             return false;
         }
@@ -438,7 +438,7 @@ pub fn find(key: usize) -> Option<&'static Class> {
 }
 
 /// The entries `key` may have: [`PROBES`] in a row from where it hashes to.
-fn window(key: usize) -> impl Iterator<Item = usize> + Clone {
+fn window(key: usize) -> impl Iterator<Item = usize> {
     let first = (key.max(1) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
     (0..PROBES).map(move |i| 1 + (first as usize + i) % (CLASSES - 1))
 }
@@ -472,7 +472,7 @@ fn class_for_key(key: usize, call_site: bool) -> usize {
     for index in window(key) {
         let class = &TABLE[index];
         let old = class.policy.key.load(Acquire);
-        if old != 0 && class.retirable() {
+        if old != 0 && class.hand_passes() {
             return match claim(class, old, key, call_site) {
                 Claim::Lost => 0,
                 won_or_same => {
