@@ -56,15 +56,15 @@ def main():
     if len(args) < 4 or args[2] != "--" or not args[0].isdigit() or int(args[0]) == 0:
         usage("expected RUNS ARMS -- CMD")
     runs, arms, cmd = int(args[0]), arms_of(args[1]), args[3:]
-    csv = os.environ.get("AB_LIBS_CSV")
+    # Opened once: a FIFO then sees one writer for the whole batch.
+    csv = open(os.environ["AB_LIBS_CSV"], "a", buffering=1) if os.environ.get("AB_LIBS_CSV") else None
     results = {name: [] for name, _, _ in arms}
     for run in range(1, runs + 1):
         for name, lib, strategy in arms:
             wall_ms, cpu_ms = run_once(cmd, lib, strategy)
             results[name].append((wall_ms, cpu_ms))
             if csv:
-                with open(csv, "a") as f:
-                    f.write(f"\"{' '.join(cmd)}\",{name},{run},{wall_ms:.2f},{cpu_ms:.2f}\n")
+                csv.write(f"\"{' '.join(cmd)}\",{name},{run},{wall_ms:.2f},{cpu_ms:.2f}\n")
     print(f"== {' '.join(cmd)} ({runs} runs per arm, interleaved; wall ms)")
     reference = None
     for name, _, _ in arms:
