@@ -11,6 +11,12 @@ ARMS is a space-separated list of NAME=LIB[:STRATEGY] (STRATEGY defaults to auto
 CMD's output is discarded. With AB_LIBS_CSV=FILE, every run is appended to FILE as
 `command,arm,run,wall_ms,cpu_ms`.
 
+Compare builds by their ratios, not their times: two builds of the same code, or a
+change that leaves the waiting code alone, can differ by 3-7% in every strategy (code
+layout; two copies of one file agree within 0.5%). Give each build a `futex` arm too:
+every other arm of that build is then also printed as a ratio to it (the medians' and
+the means'). AB_LIBS_CONTROL=STRATEGY picks another control strategy.
+
 `spinmutex ab` compares strategies of one build on a command; scripts/ab-libs.sh
 compares builds on the contention workload; this compares builds on a command (the
 `sysbench mutex` variants in docs/BENCHMARKS.md).
@@ -66,17 +72,27 @@ def main():
             if csv:
                 csv.write(f"\"{' '.join(cmd)}\",{name},{run},{wall_ms:.2f},{cpu_ms:.2f}\n")
     print(f"== {' '.join(cmd)} ({runs} runs per arm, interleaved; wall ms)")
+    walls_of = {name: sorted(w for w, _ in results[name]) for name in results}
+    control_strategy = os.environ.get("AB_LIBS_CONTROL", "futex")
+    control_of = {lib: name for name, lib, strategy in arms if strategy == control_strategy}
     reference = None
-    for name, _, _ in arms:
-        walls = sorted(w for w, _ in results[name])
+    for name, lib, strategy in arms:
+        walls = walls_of[name]
         cpus = [c for _, c in results[name]]
         median = statistics.median(walls)
         reference = reference or median
         at = lambda q: walls[int(q * (len(walls) - 1))]
         slow = sum(w > 1.3 * reference for w in walls)
-        print(f"{name}: median {median:.1f}, mean {statistics.mean(walls):.1f}, p10 {at(0.1):.1f}, "
-              f"p90 {at(0.9):.1f}, over 1.3x the first arm's median: {slow}, CPU median "
-              f"{statistics.median(cpus):.1f}")
+        line = (f"{name}: median {median:.1f}, mean {statistics.mean(walls):.1f}, p10 {at(0.1):.1f}, "
+                f"p90 {at(0.9):.1f}, over 1.3x the first arm's median: {slow}, CPU median "
+                f"{statistics.median(cpus):.1f}")
+        control = control_of.get(lib)
+        if control and strategy != control_strategy:
+            base = walls_of[control]
+            line += (f"; over {control} (its build's {control_strategy}): median "
+                     f"{median / statistics.median(base):.3f}, mean "
+                     f"{statistics.mean(walls) / statistics.mean(base):.3f}")
+        print(line)
 
 
 if __name__ == "__main__":

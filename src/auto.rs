@@ -41,7 +41,8 @@
 //!    acquisitions and the economics of 1. have judged its spins once: [`ROUNDS`]
 //!    rounds of one phase per mode (order alternating, the class's own mode first),
 //!    each settling for [`SETTLE_NS`] (the waiters of the mode before still wait its
-//!    way), then measuring for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the
+//!    way; a spin phase after a sleep phase, until its waiters are back, see
+//!    [`inherits_sleepers`]), then measuring for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the
 //!    class's acquisitions (all of them, not only the contended ones), how many of
 //!    them were contended, and the process's CPU time. Phases are short, since the
 //!    phase in the worse mode costs throughput; an experiment whose first two rounds
@@ -68,8 +69,9 @@
 //! time, so that the process's CPU time is its own as far as it can be: with several
 //! hot classes at once, the others' CPU is noise in each experiment.
 //!
-//! A class's **first** experiment takes in every other class that has had none yet,
-//! waits in the same mode and has been contended about as often (within 4×): they
+//! A class's **first** experiment takes in every other class that has had none yet
+//! (none that compared something: a first one that compared nothing is tried again,
+//! together), waits in the same mode and has been contended about as often (within 4×): they
 //! switch modes together, their acquisitions are counted together, and each takes the
 //! verdict. Classes hot at the same time are mostly taken by the same threads, and one's
 //! waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
@@ -137,6 +139,11 @@ const ROUNDS: u32 = 3;
 const PHASE_NS: u64 = 1_000_000;
 /// Time a phase runs in its mode before it starts to measure.
 const SETTLE_NS: u64 = 500_000;
+/// A spin phase after a sleep phase settles until the class has a contended
+/// acquisition again, for at most this long: sleep mode can leave one thread taking
+/// the lock while the others sleep, a state that outlasts the switch to spin mode and
+/// runs at sleep mode's pace (see [`inherits_sleepers`]).
+const SETTLE_MAX_NS: u64 = 5_000_000;
 /// Fewest acquisitions of the class in a phase, so that a slow lock's phase still
 /// measures something; a phase never lasts longer than [`PHASE_MAX_NS`].
 const PHASE_ACQUISITIONS: u64 = 1_000;
@@ -236,7 +243,10 @@ struct Counts {
     /// A window of spins (or probes) has been judged: the class's mode says what its
     /// spins are worth, and an experiment can start from it.
     judged: AtomicBool,
+    /// An experiment of the class's has compared something (see [`Class::untried`]).
+    compared: AtomicBool,
     next_experiment_ns: AtomicU64,
+    /// The wait from its last experiment to its next; 0: it has had none.
     interval_ns: AtomicU64,
     /// Contended acquisitions served in each mode.
     served: [AtomicU64; 2],
@@ -259,6 +269,7 @@ impl Class {
                 spent: AtomicU32::new(0),
                 contended: AtomicU32::new(0),
                 judged: AtomicBool::new(false),
+                compared: AtomicBool::new(false),
                 next_experiment_ns: AtomicU64::new(0),
                 interval_ns: AtomicU64::new(0),
                 served: [AtomicU64::new(0), AtomicU64::new(0)],
@@ -275,6 +286,7 @@ impl Class {
         self.new_window();
         c.contended.store(0, Relaxed);
         c.judged.store(false, Relaxed);
+        c.compared.store(false, Relaxed);
         c.next_experiment_ns.store(0, Relaxed);
         c.interval_ns.store(0, Relaxed);
         for served in &c.served {
@@ -334,9 +346,18 @@ impl Class {
         EXPERIMENT.members[i / 64].load(Relaxed) & (1 << (i % 64)) != 0
     }
 
-    /// The class has had no experiment yet.
+    /// The class has had no experiment that compared something. Its next is still a
+    /// first one, which others may join: a first experiment that compared nothing is
+    /// mostly the program's start (threads not yet spread over the CPUs), and the
+    /// classes that were hot together then are still so when it is tried again.
     fn untried(&self) -> bool {
-        self.counts.interval_ns.load(Relaxed) == 0
+        !self.counts.compared.load(Relaxed)
+    }
+
+    /// The class has had no window of spins judged and no experiment: it samples more
+    /// of its contended acquisitions ([`YOUNG_SAMPLE`]).
+    fn young(&self) -> bool {
+        !self.counts.judged.load(Relaxed) && self.counts.interval_ns.load(Relaxed) == 0
     }
 
     /// Whether this class joins `leader`'s first experiment: it has had none either,
@@ -560,9 +581,14 @@ fn linked_class(m: &RawMutex) -> Option<&'static Class> {
 
 /// One contended acquisition in this many does the class's bookkeeping. One in 8 cost
 /// about a seventh of the throughput of a short lock contended by 16 threads on 2 CPUs
-/// (the class's line moves between the CPUs on each write); one in 64 still judges a
-/// class's first window of spins within about 4,000 contended acquisitions.
+/// (the class's line moves between the CPUs on each write).
 const SAMPLE: u32 = 64;
+/// A young class (no window of spins judged, no experiment yet) samples one in this
+/// many, so that its first window is judged within about 500 contended acquisitions,
+/// not 4,000: until its first experiment a class spins, and where sleeping wins
+/// (`sysbench mutex`: 3× faster) those first milliseconds cost most of what `auto`
+/// lost to `futex`.
+const YOUNG_SAMPLE: u32 = 8;
 
 fn tick() -> u32 {
     crate::thread::contention_tick()
@@ -571,9 +597,13 @@ fn tick() -> u32 {
 /// How many contended acquisitions the current one stands for in its class's counts: 0
 /// when it is not sampled.
 #[inline]
-fn weight(tick: u32) -> u32 {
+fn weight(m: &RawMutex, tick: u32) -> u32 {
     if observe::stats_on() {
         1
+    } else if !tick.is_multiple_of(YOUNG_SAMPLE) {
+        0
+    } else if class_of(m).young() {
+        YOUNG_SAMPLE
     } else if tick.is_multiple_of(SAMPLE) {
         SAMPLE
     } else {
@@ -616,7 +646,7 @@ pub fn learn(m: &RawMutex, outcome: Result<u32, u32>) {
     let estimate = spin::next_estimate(m.estimate(), outcome.ok());
     m.set_estimate(estimate);
     // A probe's tick is a multiple of PROBE_EVERY, so it is always sampled.
-    if weight(tick()) != 0 {
+    if weight(m, tick()) != 0 {
         learn_sampled(m, estimate, outcome);
     }
 }
@@ -634,7 +664,7 @@ fn learn_sampled(m: &RawMutex, estimate: u32, outcome: Result<u32, u32>) {
 /// experiments, out of line.
 #[inline]
 pub fn acquired(m: &RawMutex) {
-    let weight = weight(tick());
+    let weight = weight(m, tick());
     if weight != 0 {
         acquired_sampled(m, weight);
     }
@@ -883,7 +913,7 @@ fn experiment_step(class: &'static Class) {
     }
     // Its mode says something: its spins were judged, or it has had an experiment (a
     // class that joined another's first one may have had no spins judged).
-    let grounded = class.counts.judged.load(Relaxed) || !class.untried();
+    let grounded = class.counts.judged.load(Relaxed) || class.counts.interval_ns.load(Relaxed) != 0;
     if class.counts.contended.load(Relaxed) < HOT || !grounded || class.index() == 0 {
         return;
     }
@@ -935,7 +965,17 @@ fn begin_phase(phase: u32, now: u64) {
     }
     e.started_ns.store(now, Relaxed);
     e.settled.store(false, Relaxed);
+    e.started_contended.store(e.contended.load(Relaxed), Relaxed);
     e.phase.store(phase, Release);
+}
+
+/// Phase `phase` spins after a sleep phase. Its waiters are then mostly asleep, and
+/// whoever holds the lock can keep taking it while they sleep: in that state
+/// (solo, no acquisition contended, one CPU busy) the phase would measure the sleep
+/// phase's pace, not spinning's, however long it stayed so. It settles until a
+/// contended acquisition shows the waiters are back, or [`SETTLE_MAX_NS`].
+fn inherits_sleepers(phase: u32, before: Mode) -> bool {
+    phase > 0 && phase_mode(phase, before) == Mode::Spin && phase_mode(phase - 1, before) == Mode::Sleep
 }
 
 /// The phase has settled: its measure starts now (called by the thread that holds the
@@ -959,7 +999,13 @@ fn advance(class: &Class, now: u64) {
     }
     let elapsed = now.saturating_sub(e.started_ns.load(Relaxed));
     if !e.settled.load(Relaxed) {
-        if elapsed >= SETTLE_NS && e.phase.compare_exchange(phase, u32::MAX, Acquire, Relaxed).is_ok() {
+        let waiters_back = !inherits_sleepers(phase, e.before())
+            || e.contended.load(Relaxed) > e.started_contended.load(Relaxed)
+            || elapsed >= SETTLE_MAX_NS;
+        if elapsed >= SETTLE_NS
+            && waiters_back
+            && e.phase.compare_exchange(phase, u32::MAX, Acquire, Relaxed).is_ok()
+        {
             start_measure(now);
             e.phase.store(phase, Release);
         }
@@ -1083,6 +1129,7 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
     } else {
         let to = choose(o, before);
         class.set_mode(to, true, &Because::Measured(*o));
+        class.counts.compared.store(true, Relaxed);
         if before == to {
             (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
         } else {
@@ -1232,16 +1279,29 @@ mod tests {
             // As new, whatever an earlier test left in an entry of the same address.
             class.policy.mode.store(Mode::Spin as u8, Relaxed);
             class.policy.measured.store(false, Relaxed);
-            class.counts.interval_ns.store(0, Relaxed);
+            class.counts.compared.store(false, Relaxed);
             class.counts.contended.store(contended, Relaxed);
         }
         asleep.policy.mode.store(Mode::Sleep as u8, Relaxed);
-        decided.counts.interval_ns.store(RETRY_INTERVAL_NS, Relaxed);
+        decided.counts.compared.store(true, Relaxed);
         assert!(alike.joins_first_experiment_of(leader), "contended within 4x, the same mode");
         assert!(!rare.joins_first_experiment_of(leader), "contended 5x less often");
         assert!(!asleep.joins_first_experiment_of(leader), "waiting in the other mode");
         assert!(!decided.joins_first_experiment_of(leader), "it has had an experiment already");
         assert!(!leader.joins_first_experiment_of(leader));
+        // A first experiment that compared nothing (threads not yet spread over the
+        // CPUs) leaves both to try again together.
+        let mut uncontended = outcome(300, 0, 50, 0);
+        uncontended.contended_permille = [0, 0];
+        EXPERIMENT.verdict.store(NO_VERDICT, Relaxed);
+        EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
+        EXPERIMENT.enroll(leader);
+        EXPERIMENT.enroll(alike);
+        decide(uncontended, 0);
+        for (class, contended) in [(leader, 1000), (alike, 400)] {
+            class.counts.contended.store(contended, Relaxed);
+        }
+        assert!(alike.joins_first_experiment_of(leader), "still untried");
         // Both take the verdict, and their next experiments are their own.
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
         EXPERIMENT.enroll(leader);
@@ -1298,6 +1358,51 @@ mod tests {
             TABLE[e].policy.key.store(0, Relaxed);
             TABLE[e].reset();
         }
+    }
+
+    #[test]
+    fn a_class_samples_more_until_its_spins_are_judged_or_it_has_had_an_experiment() {
+        let mut storage: libc::pthread_mutex_t = libc::PTHREAD_MUTEX_INITIALIZER;
+        // SAFETY: `storage` is a mutex, alive for the whole test.
+        let m = unsafe { RawMutex::from_ptr(&mut storage) };
+        let _table = table_to_myself();
+        let class = class_of(m);
+        class.reset();
+        assert!(class.young());
+        assert_eq!([weight(m, 8), weight(m, 64), weight(m, 65)], [YOUNG_SAMPLE, YOUNG_SAMPLE, 0]);
+        class.counts.judged.store(true, Relaxed);
+        assert!(!class.young());
+        assert_eq!([weight(m, 8), weight(m, 64), weight(m, 65)], [0, SAMPLE, 0]);
+        class.counts.judged.store(false, Relaxed);
+        class.counts.interval_ns.store(RETRY_INTERVAL_NS, Relaxed);
+        assert!(!class.young(), "a class that joined another's experiment knows its mode");
+        class.reset();
+    }
+
+    #[test]
+    fn a_spin_phase_after_a_sleep_phase_waits_for_its_waiters_to_come_back() {
+        use Mode::*;
+        // Rounds alternate which mode goes first: the spin phases that follow a sleep
+        // phase are the fourth from spin mode, the second and sixth from sleep mode.
+        let inheriting = |before| (0..6).filter(|&p| inherits_sleepers(p, before)).collect::<Vec<_>>();
+        assert_eq!(inheriting(Spin), [3]);
+        assert_eq!(inheriting(Sleep), [1, 5]);
+        let _table = table_to_myself();
+        let e = &EXPERIMENT;
+        let settles_at = |phase, contended_meanwhile: u64, now| {
+            e.before.store(Spin as u8, Relaxed);
+            begin_phase(phase, 0);
+            e.contended.fetch_add(contended_meanwhile, Relaxed);
+            advance(&TABLE[0], now);
+            e.settled.load(Relaxed)
+        };
+        assert!(settles_at(2, 0, SETTLE_NS), "a sleep phase settles on time");
+        assert!(settles_at(4, 0, SETTLE_NS), "so does a spin phase after a spin phase");
+        assert!(!settles_at(3, 0, SETTLE_NS), "no contended acquisition yet: the sleepers still sleep");
+        assert!(settles_at(3, SAMPLE.into(), SETTLE_NS), "a waiter is back");
+        assert!(settles_at(3, 0, SETTLE_MAX_NS), "it waits no longer than this");
+        e.phase.store(0, Relaxed);
+        e.close();
     }
 
     #[test]
