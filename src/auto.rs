@@ -46,10 +46,13 @@
 //!    class's acquisitions (all of them, not only the contended ones), how many of
 //!    them were contended, and the process's CPU time. Phases are short, since the
 //!    phase in the worse mode costs throughput; an experiment whose first two rounds
-//!    leave no doubt stops there. One whose spin phases were hardly contended
-//!    ([`CONTENDED_ENOUGH`]) and found the modes alike compared nothing (typically
-//!    threads that the scheduler has not yet spread over the CPUs, or a lock its
-//!    threads seldom meet on while they wait on another class's): the class takes the
+//!    leave no doubt stops there. A spin phase in which hardly an acquisition was
+//!    contended ([`CONTENDED_ENOUGH`]) measured no spinning, and is left out: its
+//!    waiters were asleep, mostly since the sleep phase before (the lock's owner
+//!    takes it again and again, alone, at sleep mode's pace). An experiment with no
+//!    spin phase left compared nothing (typically threads that the scheduler has not
+//!    yet spread over the CPUs, or a lock its threads seldom meet on while they wait
+//!    on another class's): the class takes the
 //!    mode the last experiment that did compare something chose, whichever its class,
 //!    as a measured decision (else it keeps its own), and tries again soon
 //!    ([`RETRY_INTERVAL_NS`]). In a program whose locks are alike (`sysbench mutex`:
@@ -161,12 +164,14 @@ const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
 const HOT: u32 = 64;
 const FIRST_INTERVAL_NS: u64 = 250_000_000;
-/// An experiment whose spin phases had fewer than this share (in 1/1000: 1/32) of
-/// contended acquisitions, and found the modes alike, compared nothing; the next one
-/// comes after [`RETRY_INTERVAL_NS`], twice as late each time that happens again. (Two
-/// threads on one CPU, before the scheduler spreads them: 0-0.7% of the acquisitions
-/// contended. Two on two CPUs with an empty critical section, where a thread mostly
-/// takes the lock back uncontended: 5-9%.)
+/// A spin phase with fewer than this share (in 1/1000: 1/32) of contended acquisitions
+/// measured no spinning, and is left out of the experiment's sums; an experiment left
+/// with none compared nothing, and the next one comes after [`RETRY_INTERVAL_NS`],
+/// twice as late each time that happens again. (Two threads on one CPU, before the
+/// scheduler spreads them: 0-0.7% of the acquisitions contended; a spin phase after a
+/// sleep phase whose sleepers still sleep: 0-2.4%. Two threads on two CPUs with an
+/// empty critical section, where a thread mostly takes the lock back uncontended:
+/// 5-9%.)
 const CONTENDED_ENOUGH: u64 = 31;
 const RETRY_INTERVAL_NS: u64 = 10_000_000;
 /// The next experiment waits at least this many times as long as the last one took, so
@@ -738,17 +743,12 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The spin phases were hardly contended ([`CONTENDED_ENOUGH`]), and the modes'
-    /// throughputs (where both were measured) are within 10% of each other: whether a
-    /// waiter spins or sleeps made no difference then, and the outcome says nothing
-    /// about it. (Sleep phases can be uncontended because sleeping works: a sleeper
-    /// leaves the owner to take the lock alone for a while.)
+    /// No spin phase was counted: in each, hardly an acquisition was contended
+    /// ([`CONTENDED_ENOUGH`]), so hardly a waiter spun, and the outcome says nothing
+    /// about spinning. (Sleep phases always count: one can be uncontended because
+    /// sleeping works, a sleeper leaving the owner to take the lock alone.)
     fn compared_nothing(&self) -> bool {
-        let [spin, sleep] = self.per_s;
-        let differ = sleep != 0
-            && (spin * CLEARLY_FASTER.1 > sleep * CLEARLY_FASTER.0
-                || sleep * CLEARLY_FASTER.1 > spin * CLEARLY_FASTER.0);
-        self.contended_permille[Mode::Spin as usize] < CONTENDED_ENOUGH && !differ
+        self.per_s[Mode::Spin as usize] == 0
     }
 }
 
@@ -763,6 +763,9 @@ pub struct Phase {
     pub contended_permille: u64,
     pub cpu_ns_per_acq: u64,
     pub busy_cpus_permille: u64,
+    /// The phase is in the experiment's sums: a sleep phase, or a spin phase in which
+    /// enough acquisitions were contended ([`CONTENDED_ENOUGH`]) for waiters to spin.
+    pub counts: bool,
 }
 
 struct Experiment {
@@ -1023,20 +1026,24 @@ fn advance(class: &Class, now: u64) {
     }
     let cpu = sys::process_cpu_ns().saturating_sub(e.started_cpu_ns.load(Relaxed));
     let mode = phase_mode(phase, e.before());
-    let m = mode as usize;
-    e.acquisitions[m].fetch_add(counted, Relaxed);
     let contended = e.contended.load(Relaxed).saturating_sub(e.started_contended.load(Relaxed));
-    e.contended_in[m].fetch_add(contended, Relaxed);
-    e.wall_ns[m].fetch_add(elapsed, Relaxed);
-    e.cpu_ns[m].fetch_add(cpu, Relaxed);
     let (per_s, cpu_ns_per_acq, contended_permille) = rates(counted, contended, elapsed, cpu);
+    let counts = mode == Mode::Sleep || contended_permille >= CONTENDED_ENOUGH;
+    if counts {
+        let m = mode as usize;
+        e.acquisitions[m].fetch_add(counted, Relaxed);
+        e.contended_in[m].fetch_add(contended, Relaxed);
+        e.wall_ns[m].fetch_add(elapsed, Relaxed);
+        e.cpu_ns[m].fetch_add(cpu, Relaxed);
+    }
     let busy_cpus_permille = cpu.saturating_mul(1000) / elapsed.max(1);
-    let figures = Phase { index: phase, mode, per_s, contended_permille, cpu_ns_per_acq, busy_cpus_permille };
+    let figures =
+        Phase { index: phase, mode, per_s, contended_permille, cpu_ns_per_acq, busy_cpus_permille, counts };
     observe::experiment_phase(class.trace_key(), &figures);
     let next = phase + 1;
     let outcome = outcome();
-    // An experiment stops early when its first spin phase finds the lock hardly
-    // contended, or when two rounds leave no doubt.
+    // An experiment stops early when its first spin phase is left out, or when two
+    // rounds leave no doubt.
     let clear = (mode == Mode::Spin && phase < 2 && outcome.compared_nothing())
         || (next.is_multiple_of(2) && next >= 4 && clearly_decided(&outcome));
     if next < 2 * ROUNDS && !clear {
@@ -1176,21 +1183,43 @@ mod tests {
     }
 
     #[test]
-    fn an_experiment_whose_spin_phases_were_hardly_contended_compared_nothing() {
-        let mut o = outcome(300, 100, 50, 80);
-        assert!(!o.compared_nothing());
-        // Sleep phases may be uncontended: that is what sleeping does well.
-        o.contended_permille = [60, 0];
-        assert!(!o.compared_nothing());
-        o.contended_permille = [5, 0];
-        assert!(!o.compared_nothing(), "the modes differ: the experiment compared them");
-        let mut o = outcome(300, 290, 50, 52);
-        o.contended_permille = [5, 0];
-        assert!(o.compared_nothing());
-        // Only the first spin phase ran.
-        let mut o = outcome(300, 0, 50, 0);
-        o.contended_permille = [5, 0];
-        assert!(o.compared_nothing());
+    fn a_spin_phase_in_which_hardly_a_waiter_spun_is_left_out() {
+        let _table = table_to_myself();
+        let e = &EXPERIMENT;
+        // The first phase of a class in spin mode, with so many of its acquisitions
+        // contended (in 1/1000): what goes into the sums.
+        let first_spin_phase = |contended_permille: u64| {
+            for m in 0..2 {
+                for sum in [&e.acquisitions[m], &e.contended_in[m], &e.wall_ns[m], &e.cpu_ns[m]] {
+                    sum.store(0, Relaxed);
+                }
+            }
+            e.before.store(Mode::Spin as u8, Relaxed);
+            e.class.store(1, Relaxed);
+            begin_phase(0, 0);
+            advance(&TABLE[0], SETTLE_NS);
+            let acquisitions = 2 * PHASE_ACQUISITIONS;
+            COUNTS[0].0.fetch_add(acquisitions, Relaxed);
+            e.contended.fetch_add(acquisitions * contended_permille / 1000, Relaxed);
+            advance(&TABLE[0], SETTLE_NS + PHASE_NS);
+            let (summed, next) = (e.acquisitions[Mode::Spin as usize].load(Relaxed), e.phase.load(Relaxed));
+            e.phase.store(0, Relaxed);
+            e.close();
+            (summed, next)
+        };
+        assert_eq!(first_spin_phase(100), (2 * PHASE_ACQUISITIONS, 1), "counted; the next phase runs");
+        // Hardly contended: no waiter spun. It is left out, and the experiment stops,
+        // having compared nothing.
+        assert_eq!(first_spin_phase(CONTENDED_ENOUGH - 1).0, 0);
+        assert_eq!(e.class.load(Relaxed), 0, "decided");
+        // Sleep phases always count: one can be uncontended because sleeping works.
+        assert!(!outcome(300, 100, 50, 80).compared_nothing());
+        assert!(compared_nothing().compared_nothing());
+    }
+
+    /// What an experiment none of whose spin phases counted comes to.
+    fn compared_nothing() -> Outcome {
+        outcome(0, 0, 0, 0)
     }
 
     #[test]
@@ -1232,9 +1261,7 @@ mod tests {
         // SAFETY: `storage` is a mutex, alive for the whole test.
         let m = unsafe { RawMutex::from_ptr(&mut storage) };
         let class = class_of(m);
-        let mut uncontended = outcome(300, 0, 50, 0);
-        uncontended.contended_permille = [0, 0];
-        assert!(uncontended.compared_nothing());
+        let uncontended = compared_nothing();
         let _table = table_to_myself();
         // No experiment has compared anything yet: the class keeps its mode.
         EXPERIMENT.verdict.store(NO_VERDICT, Relaxed);
@@ -1291,8 +1318,7 @@ mod tests {
         assert!(!leader.joins_first_experiment_of(leader));
         // A first experiment that compared nothing (threads not yet spread over the
         // CPUs) leaves both to try again together.
-        let mut uncontended = outcome(300, 0, 50, 0);
-        uncontended.contended_permille = [0, 0];
+        let uncontended = compared_nothing();
         EXPERIMENT.verdict.store(NO_VERDICT, Relaxed);
         EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
         EXPERIMENT.enroll(leader);

@@ -266,7 +266,8 @@ pub fn phase(key: usize, p: &crate::auto::Phase) {
         per_s = p.per_s,
         contended_permille = p.contended_permille,
         cpu_ns = p.cpu_ns_per_acq,
-        busy_cpus_permille = p.busy_cpus_permille
+        busy_cpus_permille = p.busy_cpus_permille,
+        counted = p.counts
     );
 }
 
