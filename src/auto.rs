@@ -42,19 +42,19 @@
 //!    rounds of one phase per mode (order alternating, the class's own mode first),
 //!    each settling for [`SETTLE_NS`] (the waiters of the mode before still wait its
 //!    way; a spin phase after a sleep phase, until its waiters are back, see
-//!    [`inherits_sleepers`]), then measuring for at least [`PHASE_NS`] and [`PHASE_ACQUISITIONS`] of the
-//!    class's acquisitions (all of them, not only the contended ones), how many of
-//!    them were contended, and the process's CPU time. Phases are short, since the
-//!    phase in the worse mode costs throughput; an experiment whose first two rounds
-//!    leave no doubt stops there. A spin phase in which hardly an acquisition was
-//!    contended ([`CONTENDED_ENOUGH`]) measured no spinning, and is left out: its
-//!    waiters were asleep, mostly since the sleep phase before (the lock's owner
-//!    takes it again and again, alone, at sleep mode's pace). An experiment with no
-//!    spin phase left compared nothing (typically threads that the scheduler has not
-//!    yet spread over the CPUs, or a lock its threads seldom meet on while they wait
-//!    on another class's): the class takes the
-//!    mode the last experiment that did compare something chose, whichever its class,
-//!    as a measured decision (else it keeps its own), and tries again soon
+//!    [`inherits_sleepers`]), then measuring for at least [`PHASE_NS`] and
+//!    [`PHASE_ACQUISITIONS`] of the class's acquisitions (all of them, not only the
+//!    contended ones), how many of them were contended, and the process's CPU time.
+//!    Phases are short, since the phase in the worse mode costs throughput; an
+//!    experiment whose first two rounds leave no doubt stops there. A spin phase in
+//!    which hardly an acquisition was contended ([`CONTENDED_ENOUGH`]) measured no
+//!    spinning, and is left out: its waiters were asleep, mostly since the sleep phase
+//!    before (the lock's owner takes it again and again, alone, at sleep mode's pace).
+//!    An experiment with no spin phase left compared nothing (typically threads that
+//!    the scheduler has not yet spread over the CPUs, or a lock its threads seldom meet
+//!    on while they wait on another class's): the class takes the mode the last
+//!    experiment that did compare something chose, whichever its class, as a measured
+//!    decision (else it keeps its own), and tries again soon
 //!    ([`RETRY_INTERVAL_NS`]). In a program whose locks are alike (`sysbench mutex`:
 //!    4 call sites, 4 classes), the class that cannot tell then follows those that
 //!    could. [`choose`] says which mode
@@ -74,8 +74,8 @@
 //!
 //! A class's **first** experiment takes in every other class that has had none yet
 //! (none that compared something: a first one that compared nothing is tried again,
-//! together), waits in the same mode and has been contended about as often (within 4×): they
-//! switch modes together, their acquisitions are counted together, and each takes the
+//! together), waits in the same mode and has been contended about as often (within
+//! 4×): they switch modes together, their acquisitions are counted together, and each takes the
 //! verdict. Classes hot at the same time are mostly taken by the same threads, and one's
 //! waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
 //! (4 init call sites) of locks its threads take at random. One of them experimenting

@@ -190,6 +190,7 @@ fn a_class_held_long_learns_to_sleep() {
     for field in ["phase", "per_s", "contended_permille", "cpu_ns", "busy_cpus_permille"] {
         assert!(phase[field].is_u64(), "the phase event lacks {field}: {phase}");
     }
+    assert!(phase["counted"].is_boolean(), "the phase event does not say whether it counted: {phase}");
     assert!(events.iter().all(|e| e["event"] == "policy" || e["event"] == "phase"), "{trace}");
 }
 

@@ -395,6 +395,11 @@ impl Visit for Fields<'_> {
         self.line.push_i64(value);
     }
 
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.key(field);
+        self.line.push(if value { b"true" as &[u8] } else { b"false" });
+    }
+
     fn record_str(&mut self, field: &Field, value: &str) {
         self.key(field);
         if self.json {
