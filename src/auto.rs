@@ -75,9 +75,9 @@
 //! A class's **first** experiment takes in every other class that has had none yet
 //! (none that compared something: a first one that compared nothing is tried again,
 //! together), waits in the same mode and has been contended about as often (within
-//! 4×): they switch modes together, their acquisitions are counted together, and each takes the
-//! verdict. Classes hot at the same time are mostly taken by the same threads, and one's
-//! waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
+//! 4×): they switch modes together, their acquisitions are counted together, and each
+//! takes the verdict. Classes hot at the same time are mostly taken by the same threads,
+//! and one's waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
 //! (4 init call sites) of locks its threads take at random. One of them experimenting
 //! alone, while the other three still spun and kept every thread awake, measured its
 //! modes alike (about 2.3 M/s each); sleeping wins only once all four sleep, when one
@@ -359,8 +359,10 @@ impl Class {
         !self.counts.compared.load(Relaxed)
     }
 
-    /// The class has had no window of spins judged and no experiment: it samples more
-    /// of its contended acquisitions ([`YOUNG_SAMPLE`]).
+    /// The class has had no window of spins judged and no experiment, so its mode says
+    /// nothing yet: it samples more of its contended acquisitions ([`YOUNG_SAMPLE`]),
+    /// and starts no experiment (a class that joined another's first experiment may
+    /// have had no spins judged, and is not young).
     fn young(&self) -> bool {
         !self.counts.judged.load(Relaxed) && self.counts.interval_ns.load(Relaxed) == 0
     }
@@ -765,7 +767,7 @@ pub struct Phase {
     pub busy_cpus_permille: u64,
     /// The phase is in the experiment's sums: a sleep phase, or a spin phase in which
     /// enough acquisitions were contended ([`CONTENDED_ENOUGH`]) for waiters to spin.
-    pub counts: bool,
+    pub counted: bool,
 }
 
 struct Experiment {
@@ -914,10 +916,7 @@ fn experiment_step(class: &'static Class) {
         }
         return;
     }
-    // Its mode says something: its spins were judged, or it has had an experiment (a
-    // class that joined another's first one may have had no spins judged).
-    let grounded = class.counts.judged.load(Relaxed) || class.counts.interval_ns.load(Relaxed) != 0;
-    if class.counts.contended.load(Relaxed) < HOT || !grounded || class.index() == 0 {
+    if class.counts.contended.load(Relaxed) < HOT || class.young() || class.index() == 0 {
         return;
     }
     let now = sys::now_ns();
@@ -1017,8 +1016,8 @@ fn advance(class: &Class, now: u64) {
     if elapsed < PHASE_NS {
         return; // the common case, decided without reading the stripes
     }
-    let counted = count_total().wrapping_sub(e.started_count.load(Relaxed));
-    if counted < PHASE_ACQUISITIONS && elapsed < PHASE_MAX_NS {
+    let acquisitions = count_total().wrapping_sub(e.started_count.load(Relaxed));
+    if acquisitions < PHASE_ACQUISITIONS && elapsed < PHASE_MAX_NS {
         return;
     }
     if e.phase.compare_exchange(phase, u32::MAX, Acquire, Relaxed).is_err() {
@@ -1027,18 +1026,18 @@ fn advance(class: &Class, now: u64) {
     let cpu = sys::process_cpu_ns().saturating_sub(e.started_cpu_ns.load(Relaxed));
     let mode = phase_mode(phase, e.before());
     let contended = e.contended.load(Relaxed).saturating_sub(e.started_contended.load(Relaxed));
-    let (per_s, cpu_ns_per_acq, contended_permille) = rates(counted, contended, elapsed, cpu);
-    let counts = mode == Mode::Sleep || contended_permille >= CONTENDED_ENOUGH;
-    if counts {
+    let (per_s, cpu_ns_per_acq, contended_permille) = rates(acquisitions, contended, elapsed, cpu);
+    let counted = mode == Mode::Sleep || contended_permille >= CONTENDED_ENOUGH;
+    if counted {
         let m = mode as usize;
-        e.acquisitions[m].fetch_add(counted, Relaxed);
+        e.acquisitions[m].fetch_add(acquisitions, Relaxed);
         e.contended_in[m].fetch_add(contended, Relaxed);
         e.wall_ns[m].fetch_add(elapsed, Relaxed);
         e.cpu_ns[m].fetch_add(cpu, Relaxed);
     }
     let busy_cpus_permille = cpu.saturating_mul(1000) / elapsed.max(1);
     let figures =
-        Phase { index: phase, mode, per_s, contended_permille, cpu_ns_per_acq, busy_cpus_permille, counts };
+        Phase { index: phase, mode, per_s, contended_permille, cpu_ns_per_acq, busy_cpus_permille, counted };
     observe::experiment_phase(class.trace_key(), &figures);
     let next = phase + 1;
     let outcome = outcome();

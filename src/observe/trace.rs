@@ -267,7 +267,7 @@ pub fn phase(key: usize, p: &crate::auto::Phase) {
         contended_permille = p.contended_permille,
         cpu_ns = p.cpu_ns_per_acq,
         busy_cpus_permille = p.busy_cpus_permille,
-        counted = p.counts
+        counted = p.counted
     );
 }
 
