@@ -142,7 +142,7 @@ const ROUNDS: u32 = 3;
 const PHASE_NS: u64 = 1_000_000;
 /// Time a phase runs in its mode before it starts to measure.
 const SETTLE_NS: u64 = 500_000;
-/// A spin phase after a sleep phase settles until the class has a contended
+/// A spin phase after a sleep phase settles until the class has a (sampled) contended
 /// acquisition again, for at most this long: sleep mode can leave one thread taking
 /// the lock while the others sleep, a state that outlasts the switch to spin mode and
 /// runs at sleep mode's pace (see [`inherits_sleepers`]).
@@ -975,7 +975,9 @@ fn begin_phase(phase: u32, now: u64) {
 /// whoever holds the lock can keep taking it while they sleep: in that state
 /// (solo, no acquisition contended, one CPU busy) the phase would measure the sleep
 /// phase's pace, not spinning's, however long it stayed so. It settles until a
-/// contended acquisition shows the waiters are back, or [`SETTLE_MAX_NS`].
+/// contended acquisition shows the waiters are back, or [`SETTLE_MAX_NS`]. (The
+/// experiment counts the sampled ones, see [`weight`]: one in [`SAMPLE`] of each
+/// thread's, so a lock contended again is seen within a few dozen acquisitions.)
 fn inherits_sleepers(phase: u32, before: Mode) -> bool {
     phase > 0 && phase_mode(phase, before) == Mode::Spin && phase_mode(phase - 1, before) == Mode::Sleep
 }
