@@ -64,7 +64,11 @@
 //!    spins that all lose races can still be what keeps a lock busy), which comes
 //!    [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision stands, up
 //!    to [`MAX_INTERVAL_NS`], but never sooner than [`INTERVAL_PER_EXPERIMENT`] times
-//!    as long as the last one took.
+//!    as long as the last one took. A decision that changed the mode is **checked**
+//!    [`CHECK_AFTER_NS`] after it, by one phase in the new mode: a millisecond phase can
+//!    catch a state its mode does not keep (a short lock's waiters all asleep, one
+//!    thread taking it alone), and a new mode that no longer beats the pace the old one
+//!    kept in the experiment is undone ([`check`]).
 //!
 //! While an experiment runs, every mutex call takes the general path (a bit of
 //! `config::fast_path_off`, the word the fast path already tests), which counts the
@@ -164,6 +168,9 @@ const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
 const HOT: u32 = 64;
 const FIRST_INTERVAL_NS: u64 = 250_000_000;
+/// An experiment that changed a class's mode is checked this long after: time for the
+/// new mode to settle into the state it keeps (see [`check`]).
+const CHECK_AFTER_NS: u64 = 30_000_000;
 /// A spin phase with fewer than this share (in 1/1000: 1/32) of contended acquisitions
 /// measured no spinning, and is left out of the experiment's sums; an experiment left
 /// with none compared nothing, and the next one comes after [`RETRY_INTERVAL_NS`],
@@ -253,6 +260,10 @@ struct Counts {
     next_experiment_ns: AtomicU64,
     /// The wait from its last experiment to its next; 0: it has had none.
     interval_ns: AtomicU64,
+    /// After an experiment that changed the class's mode: the pace the mode it left
+    /// kept in that experiment, which the new one must still beat when checked
+    /// ([`check`]); 0: no check due.
+    to_beat_per_s: AtomicU64,
     /// Contended acquisitions served in each mode.
     served: [AtomicU64; 2],
 }
@@ -277,6 +288,7 @@ impl Class {
                 compared: AtomicBool::new(false),
                 next_experiment_ns: AtomicU64::new(0),
                 interval_ns: AtomicU64::new(0),
+                to_beat_per_s: AtomicU64::new(0),
                 served: [AtomicU64::new(0), AtomicU64::new(0)],
             },
         }
@@ -294,6 +306,7 @@ impl Class {
         c.compared.store(false, Relaxed);
         c.next_experiment_ns.store(0, Relaxed);
         c.interval_ns.store(0, Relaxed);
+        c.to_beat_per_s.store(0, Relaxed);
         for served in &c.served {
             served.store(0, Relaxed);
         }
@@ -365,6 +378,12 @@ impl Class {
     /// have had no spins judged, and is not young).
     fn young(&self) -> bool {
         !self.counts.judged.load(Relaxed) && self.counts.interval_ns.load(Relaxed) == 0
+    }
+
+    /// The class's last experiment changed its mode, and the new one has not been
+    /// checked yet ([`check`]).
+    fn check_due(&self) -> bool {
+        self.counts.to_beat_per_s.load(Relaxed) != 0
     }
 
     /// Whether this class joins `leader`'s first experiment: it has had none either,
@@ -713,6 +732,12 @@ pub enum Because {
     /// The experiment's spin phases were hardly contended: it compared nothing, and the
     /// class's mode stands until the next one, which comes soon.
     Uncontended(Outcome),
+    /// A check of the mode the last experiment chose: it ran at `per_s`, against the
+    /// `to_beat_per_s` the mode before had kept in that experiment.
+    Checked {
+        per_s: u64,
+        to_beat_per_s: u64,
+    },
 }
 
 impl Because {
@@ -723,12 +748,13 @@ impl Because {
             Because::ProbesWin { .. } => "probes_win",
             Because::Measured(_) => "measured",
             Because::Uncontended(_) => "uncontended",
+            Because::Checked { .. } => "checked",
         }
     }
 
     /// An experiment's outcome: traced even when the mode stands.
     fn is_experiment(&self) -> bool {
-        matches!(self, Because::Measured(_) | Because::Uncontended(_))
+        matches!(self, Because::Measured(_) | Because::Uncontended(_) | Because::Checked { .. })
     }
 }
 
@@ -798,6 +824,8 @@ struct Experiment {
     cpu_ns: [AtomicU64; 2],
     /// See [`Experiment::verdict`].
     verdict: AtomicU8,
+    /// The experiment is a check ([`check`]): one phase, in its classes' own mode.
+    checking: AtomicBool,
 }
 
 impl Experiment {
@@ -856,6 +884,7 @@ static EXPERIMENT: Experiment = Experiment {
     wall_ns: [AtomicU64::new(0), AtomicU64::new(0)],
     cpu_ns: [AtomicU64::new(0), AtomicU64::new(0)],
     verdict: AtomicU8::new(NO_VERDICT),
+    checking: AtomicBool::new(false),
 };
 
 /// Acquisitions of the experimenting classes, striped by CPU so that counting costs no
@@ -939,7 +968,15 @@ fn start(class: &'static Class, now: u64) {
     }
     e.before.store(class.policy.mode.load(Relaxed), Relaxed);
     e.enroll(class);
-    if class.untried() {
+    let checking = class.check_due();
+    e.checking.store(checking, Relaxed);
+    if checking {
+        // The classes that took the verdict together are checked together.
+        let mode = class.waiting_mode();
+        for companion in TABLE[1..].iter().filter(|c| c.check_due() && c.waiting_mode() == mode) {
+            e.enroll(companion);
+        }
+    } else if class.untried() {
         for companion in TABLE[1..].iter().filter(|c| c.joins_first_experiment_of(class)) {
             e.enroll(companion);
         }
@@ -1041,6 +1078,10 @@ fn advance(class: &Class, now: u64) {
     let figures =
         Phase { index: phase, mode, per_s, contended_permille, cpu_ns_per_acq, busy_cpus_permille, counted };
     observe::experiment_phase(class.trace_key(), &figures);
+    if e.checking.load(Relaxed) {
+        check(per_s, now);
+        return;
+    }
     let next = phase + 1;
     let outcome = outcome();
     // An experiment stops early when its first spin phase is left out, or when two
@@ -1141,12 +1182,43 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
         if before == to {
             (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
         } else {
+            class.counts.to_beat_per_s.store(o.per_s[before as usize].max(1), Relaxed);
             FIRST_INTERVAL_NS
         }
     };
     class.counts.interval_ns.store(interval, Relaxed);
-    class.counts.next_experiment_ns.store((now + interval).max(not_before), Relaxed);
+    // A check measures the mode the class is in anyway, so it may come before
+    // `not_before`.
+    let next = if class.check_due() { now + CHECK_AFTER_NS } else { (now + interval).max(not_before) };
+    class.counts.next_experiment_ns.store(next, Relaxed);
     class.counts.contended.store(0, Relaxed);
+}
+
+/// The end of a check, whose one phase ran at `per_s` in the mode its classes' last
+/// experiment chose, after [`CHECK_AFTER_NS`] in it.
+///
+/// A phase of a millisecond can catch a state that its mode does not keep. The one
+/// that misleads most: when a short lock's class switches to sleep mode, its waiters
+/// fall asleep and one thread takes the lock alone, at single-thread speed; on some
+/// machines and thread counts the state lasts (sleeping then wins), on others it gives
+/// way within milliseconds to waiters that sleep and wake in turn, at a fraction of
+/// the pace. So a verdict that changed the mode is checked once the new mode has run
+/// for a while: if it no longer beats the pace the old mode kept in the experiment,
+/// the class goes back. A check costs no phase in the other mode. Its classes' next
+/// experiment comes [`FIRST_INTERVAL_NS`] after it.
+fn check(per_s: u64, now: u64) {
+    let e = &EXPERIMENT;
+    let before = e.before();
+    for class in e.members() {
+        let to_beat_per_s = class.counts.to_beat_per_s.swap(0, Relaxed);
+        let to = if per_s < to_beat_per_s { before.other() } else { before };
+        class.policy.mode.store(before as u8, Relaxed);
+        class.set_mode(to, true, &Because::Checked { per_s, to_beat_per_s });
+        let interval = class.counts.interval_ns.load(Relaxed);
+        class.counts.next_experiment_ns.store(now + interval, Relaxed);
+        class.counts.contended.store(0, Relaxed);
+    }
+    e.close();
 }
 
 /// In a child after `fork`: an experiment of the parent's (its phases timed by the
@@ -1340,6 +1412,49 @@ mod tests {
         }
         assert!(!alike.joins_first_experiment_of(leader), "tried now");
         assert_eq!((rare.mode(), rare.measured()), (Mode::Spin, false));
+    }
+
+    #[test]
+    fn a_verdict_that_changed_the_mode_is_checked_and_undone_if_the_new_mode_falls_behind() {
+        let mut storage = libc::PTHREAD_MUTEX_INITIALIZER;
+        // SAFETY: `storage` is a mutex, alive for the whole test.
+        let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
+        let _table = table_to_myself();
+        // An experiment of a class in `from` that measured spin at 100/s and sleep at
+        // 300/s, at time 0.
+        let experiment = |from: Mode| {
+            class.reset();
+            class.counts.compared.store(true, Relaxed);
+            EXPERIMENT.before.store(from as u8, Relaxed);
+            EXPERIMENT.class.store(class.index() as u32 + 1, Relaxed);
+            EXPERIMENT.enroll(class);
+            decide(outcome(100, 300, 50, 80), 0);
+        };
+        // It moves the class from spin to sleep, and its check comes soon, sooner than
+        // the experiment's length would allow another experiment: one phase, in sleep.
+        let changed = || {
+            experiment(Mode::Spin);
+            assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, true));
+            assert_eq!(class.counts.next_experiment_ns.load(Relaxed), CHECK_AFTER_NS);
+            start(class, CHECK_AFTER_NS);
+            assert!(EXPERIMENT.checking.load(Relaxed) && class.experimenting());
+            assert_eq!(class.waiting_mode(), Mode::Sleep);
+        };
+        // Sleep mode, settled, runs behind spin's 100/s: the class goes back to spin.
+        changed();
+        check(90, CHECK_AFTER_NS);
+        assert_eq!((class.mode(), class.measured(), class.check_due()), (Mode::Spin, true, false));
+        assert!(!class.experimenting());
+        assert_eq!(class.counts.next_experiment_ns.load(Relaxed), CHECK_AFTER_NS + FIRST_INTERVAL_NS);
+        // Still ahead: sleep stands.
+        changed();
+        check(150, CHECK_AFTER_NS);
+        assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, false));
+        // A verdict that kept the mode is not checked.
+        experiment(Mode::Sleep);
+        assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, false));
+        assert!(class.counts.next_experiment_ns.load(Relaxed) >= FIRST_INTERVAL_NS);
+        class.reset();
     }
 
     #[test]

@@ -233,6 +233,16 @@ pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) 
             spent_ns,
             saved_ns
         ),
+        Because::Checked { per_s, to_beat_per_s } => tracing::info!(
+            target: "spinmutex",
+            event = "policy",
+            class,
+            from,
+            to,
+            because = because.name(),
+            per_s,
+            to_beat_per_s
+        ),
         Because::Measured(o) | Because::Uncontended(o) => tracing::info!(
             target: "spinmutex",
             event = "policy",

@@ -289,11 +289,14 @@ fn auto_s_policy_events_are_a_history_per_lock_class_not_a_mutex() {
     t.add_line(&format!(
         r#"{{"ts_ns":3000000,{class},"level":"INFO","event":"policy","from":"sleep","to":"sleep","because":"uncontended","spin_per_s":9000,"sleep_per_s":0,"spin_cpu_ns":80,"sleep_cpu_ns":0,"spin_contended_permille":3,"sleep_contended_permille":0}}"#
     ));
+    t.add_line(&format!(
+        r#"{{"ts_ns":33000000,{class},"level":"INFO","event":"policy","from":"sleep","to":"spin","because":"checked","per_s":1900000,"to_beat_per_s":2700000}}"#
+    ));
     t.add_line(r#"{"pid":7,"tid":8,"strategy":"auto","level":"INFO","event":"policy","class":"lib+0x10","from":"spin","to":"sleep","because":"spins_lose","wins":2,"spins":64,"spent_ns":90000,"saved_ns":16000}"#);
     assert!(t.unknown_events.is_empty(), "{:?}", t.unknown_events);
     assert!(t.by_mutex.is_empty(), "a class's events name no mutex: {:?}", t.by_mutex.keys());
     let p = &t.policies[&(7, "app+0x1234".to_string())];
-    assert_eq!((p.mode(), p.experiments(), p.changes(), p.phases), ("sleep", 2, 1, 1));
+    assert_eq!((p.mode(), p.experiments(), p.changes(), p.phases), ("spin", 3, 2, 1));
     assert_eq!(p.events[0].figures["sleep_per_s"], 6600000);
     let text = render_text(&t, "t.json", 20, false);
     assert!(text.contains("== auto: lock class policies =="), "{text}");
@@ -305,6 +308,10 @@ fn auto_s_policy_events_are_a_history_per_lock_class_not_a_mutex() {
     assert!(
         text.contains("uncontended: spin 9.0k/s (80ns CPU, 3‰ contended)\n"),
         "an event without `classes`: {text}"
+    );
+    assert!(
+        text.contains("sleep -> spin  checked: sleep ran at 1.9M/s once settled; spin had kept 2.7M/s in the experiment\n"),
+        "{text}"
     );
     assert!(text.contains("2 of 64 spins won: they cost 90.0µs and saved 16.0µs"), "{text}");
     assert!(!text.contains("Hottest mutexes"), "no lock events, no table of locks: {text}");

@@ -188,7 +188,8 @@ pub struct ClassPolicy {
 
 impl ClassPolicy {
     fn add(&mut self, e: PolicyEvent) {
-        self.experiments += usize::from(e.because == "measured" || e.because == "uncontended");
+        // A check (one phase in the mode an experiment chose) counts as one too.
+        self.experiments += usize::from(matches!(e.because.as_str(), "measured" | "uncontended" | "checked"));
         self.changes += usize::from(e.from != e.to);
         self.events.push_back(e);
         if self.events.len() > KEPT_POLICY_EVENTS {
@@ -245,6 +246,13 @@ impl PolicyEvent {
                     classes => format!("{modes}; {classes} lock classes measured together"),
                 }
             }
+            "checked" => format!(
+                "{} ran at {} once settled; {} had kept {} in the experiment",
+                r.str("from").unwrap_or("?"),
+                rate(n("per_s")),
+                if r.str("from") == Some("spin") { "sleep" } else { "spin" },
+                rate(n("to_beat_per_s"))
+            ),
             "spins_lose" => format!(
                 "{} of {} spins won: they cost {} and saved {}",
                 n("wins"),
