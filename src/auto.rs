@@ -824,8 +824,6 @@ struct Experiment {
     cpu_ns: [AtomicU64; 2],
     /// See [`Experiment::verdict`].
     verdict: AtomicU8,
-    /// The experiment is a check ([`check`]): one phase, in its classes' own mode.
-    checking: AtomicBool,
 }
 
 impl Experiment {
@@ -884,7 +882,6 @@ static EXPERIMENT: Experiment = Experiment {
     wall_ns: [AtomicU64::new(0), AtomicU64::new(0)],
     cpu_ns: [AtomicU64::new(0), AtomicU64::new(0)],
     verdict: AtomicU8::new(NO_VERDICT),
-    checking: AtomicBool::new(false),
 };
 
 /// Acquisitions of the experimenting classes, striped by CPU so that counting costs no
@@ -968,9 +965,7 @@ fn start(class: &'static Class, now: u64) {
     }
     e.before.store(class.policy.mode.load(Relaxed), Relaxed);
     e.enroll(class);
-    let checking = class.check_due();
-    e.checking.store(checking, Relaxed);
-    if checking {
+    if class.check_due() {
         // The classes that took the verdict together are checked together.
         let mode = class.waiting_mode();
         for companion in TABLE[1..].iter().filter(|c| c.check_due() && c.waiting_mode() == mode) {
@@ -1078,7 +1073,8 @@ fn advance(class: &Class, now: u64) {
     let figures =
         Phase { index: phase, mode, per_s, contended_permille, cpu_ns_per_acq, busy_cpus_permille, counted };
     observe::experiment_phase(class.trace_key(), &figures);
-    if e.checking.load(Relaxed) {
+    // The leader of a check keeps its check due until the check ends.
+    if class.check_due() {
         check(per_s, now);
         return;
     }
@@ -1437,7 +1433,7 @@ mod tests {
             assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, true));
             assert_eq!(class.counts.next_experiment_ns.load(Relaxed), CHECK_AFTER_NS);
             start(class, CHECK_AFTER_NS);
-            assert!(EXPERIMENT.checking.load(Relaxed) && class.experimenting());
+            assert!(class.check_due() && class.experimenting());
             assert_eq!(class.waiting_mode(), Mode::Sleep);
         };
         // Sleep mode, settled, runs behind spin's 100/s: the class goes back to spin.
