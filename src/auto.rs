@@ -65,10 +65,11 @@
 //!    [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision stands, up
 //!    to [`MAX_INTERVAL_NS`], but never sooner than [`INTERVAL_PER_EXPERIMENT`] times
 //!    as long as the last one took. A decision that changed the mode is **checked**
-//!    [`CHECK_AFTER_NS`] after it, by one phase in the new mode: a millisecond phase can
-//!    catch a state its mode does not keep (a short lock's waiters all asleep, one
-//!    thread taking it alone), and a new mode that no longer beats the pace the old one
-//!    kept in the experiment is undone ([`check`]).
+//!    [`CHECK_AFTER_NS`] after it and again [`CHECK_AGAIN_NS`] later, each time by one
+//!    phase in the new mode: a millisecond phase can catch a state its mode does not
+//!    keep (a short lock's waiters all asleep, one thread taking it alone), and a new
+//!    mode that no longer beats the pace the old one kept in the experiment is undone
+//!    ([`check`]).
 //!
 //! While an experiment runs, every mutex call takes the general path (a bit of
 //! `config::fast_path_off`, the word the fast path already tests), which counts the
@@ -168,9 +169,13 @@ const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
 const HOT: u32 = 64;
 const FIRST_INTERVAL_NS: u64 = 250_000_000;
-/// An experiment that changed a class's mode is checked this long after: time for the
-/// new mode to settle into the state it keeps (see [`check`]).
-const CHECK_AFTER_NS: u64 = 30_000_000;
+/// An experiment that changed a class's mode is checked this long after, and again
+/// [`CHECK_AGAIN_NS`] later if the new mode passed: a wrong verdict is undone early,
+/// and a right one is still checked once the new mode has had time to settle into the
+/// state it keeps (see [`check`]).
+const CHECK_AFTER_NS: u64 = 10_000_000;
+const CHECK_AGAIN_NS: u64 = 20_000_000;
+const CHECKS: u32 = 2;
 /// A spin phase with fewer than this share (in 1/1000: 1/32) of contended acquisitions
 /// measured no spinning, and is left out of the experiment's sums; an experiment left
 /// with none compared nothing, and the next one comes after [`RETRY_INTERVAL_NS`],
@@ -264,6 +269,8 @@ struct Counts {
     /// kept in that experiment, which the new one must still beat when checked
     /// ([`check`]); 0: no check due.
     to_beat_per_s: AtomicU64,
+    /// Checks the new mode has passed since that experiment.
+    checks_passed: AtomicU32,
     /// Contended acquisitions served in each mode.
     served: [AtomicU64; 2],
 }
@@ -289,6 +296,7 @@ impl Class {
                 next_experiment_ns: AtomicU64::new(0),
                 interval_ns: AtomicU64::new(0),
                 to_beat_per_s: AtomicU64::new(0),
+                checks_passed: AtomicU32::new(0),
                 served: [AtomicU64::new(0), AtomicU64::new(0)],
             },
         }
@@ -307,6 +315,7 @@ impl Class {
         c.next_experiment_ns.store(0, Relaxed);
         c.interval_ns.store(0, Relaxed);
         c.to_beat_per_s.store(0, Relaxed);
+        c.checks_passed.store(0, Relaxed);
         for served in &c.served {
             served.store(0, Relaxed);
         }
@@ -1191,28 +1200,39 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
 }
 
 /// The end of a check, whose one phase ran at `per_s` in the mode its classes' last
-/// experiment chose, after [`CHECK_AFTER_NS`] in it.
+/// experiment chose, [`CHECK_AFTER_NS`] after that experiment (the first check) or
+/// [`CHECK_AGAIN_NS`] after the first check (the second).
 ///
 /// A phase of a millisecond can catch a state that its mode does not keep. The one
 /// that misleads most: when a short lock's class switches to sleep mode, its waiters
 /// fall asleep and one thread takes the lock alone, at single-thread speed; on some
 /// machines and thread counts the state lasts (sleeping then wins), on others it gives
 /// way within milliseconds to waiters that sleep and wake in turn, at a fraction of
-/// the pace. So a verdict that changed the mode is checked once the new mode has run
-/// for a while: if it no longer beats the pace the old mode kept in the experiment,
-/// the class goes back. A check costs no phase in the other mode. Its classes' next
-/// experiment comes [`FIRST_INTERVAL_NS`] after it.
+/// the pace. So a verdict that changed the mode is checked in the new mode: if it no
+/// longer beats the pace the old mode kept in the experiment, the class goes back.
+/// The first check comes soon, so that a wrong verdict costs little; a verdict that
+/// passes it is checked again once the new mode has had time to settle. A check costs
+/// no phase in the other mode. The classes' next experiment comes
+/// [`FIRST_INTERVAL_NS`] after the check that undid the verdict or the second one.
 fn check(per_s: u64, now: u64) {
     let e = &EXPERIMENT;
     let before = e.before();
     for class in e.members() {
-        let to_beat_per_s = class.counts.to_beat_per_s.swap(0, Relaxed);
-        let to = if per_s < to_beat_per_s { before.other() } else { before };
+        let c = &class.counts;
+        let to_beat_per_s = c.to_beat_per_s.load(Relaxed);
+        let behind = per_s < to_beat_per_s;
+        let to = if behind { before.other() } else { before };
         class.policy.mode.store(before as u8, Relaxed);
         class.set_mode(to, true, &Because::Checked { per_s, to_beat_per_s });
-        let interval = class.counts.interval_ns.load(Relaxed);
-        class.counts.next_experiment_ns.store(now + interval, Relaxed);
-        class.counts.contended.store(0, Relaxed);
+        let next = if !behind && c.checks_passed.fetch_add(1, Relaxed) + 1 < CHECKS {
+            now + CHECK_AGAIN_NS
+        } else {
+            c.to_beat_per_s.store(0, Relaxed);
+            c.checks_passed.store(0, Relaxed);
+            now + c.interval_ns.load(Relaxed)
+        };
+        c.next_experiment_ns.store(next, Relaxed);
+        c.contended.store(0, Relaxed);
     }
     e.close();
 }
@@ -1411,7 +1431,7 @@ mod tests {
     }
 
     #[test]
-    fn a_verdict_that_changed_the_mode_is_checked_and_undone_if_the_new_mode_falls_behind() {
+    fn a_verdict_that_changed_the_mode_is_checked_twice_and_undone_if_the_new_mode_falls_behind() {
         let mut storage = libc::PTHREAD_MUTEX_INITIALIZER;
         // SAFETY: `storage` is a mutex, alive for the whole test.
         let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
@@ -1436,16 +1456,28 @@ mod tests {
             assert!(class.check_due() && class.experimenting());
             assert_eq!(class.waiting_mode(), Mode::Sleep);
         };
-        // Sleep mode, settled, runs behind spin's 100/s: the class goes back to spin.
+        let (first, second) = (CHECK_AFTER_NS, CHECK_AFTER_NS + CHECK_AGAIN_NS);
+        // Sleep mode runs behind spin's 100/s: the class goes back to spin at once.
         changed();
-        check(90, CHECK_AFTER_NS);
+        check(90, first);
         assert_eq!((class.mode(), class.measured(), class.check_due()), (Mode::Spin, true, false));
         assert!(!class.experimenting());
-        assert_eq!(class.counts.next_experiment_ns.load(Relaxed), CHECK_AFTER_NS + FIRST_INTERVAL_NS);
-        // Still ahead: sleep stands.
+        assert_eq!(class.counts.next_experiment_ns.load(Relaxed), first + FIRST_INTERVAL_NS);
+        // Ahead at the first check, behind at the second, once settled: back to spin.
         changed();
-        check(150, CHECK_AFTER_NS);
+        check(150, first);
+        assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, true));
+        assert_eq!(class.counts.next_experiment_ns.load(Relaxed), second);
+        start(class, second);
+        check(90, second);
+        assert_eq!((class.mode(), class.check_due()), (Mode::Spin, false));
+        // Ahead at both: sleep stands, and the next experiment comes at the usual time.
+        changed();
+        check(150, first);
+        start(class, second);
+        check(150, second);
         assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, false));
+        assert_eq!(class.counts.next_experiment_ns.load(Relaxed), second + FIRST_INTERVAL_NS);
         // A verdict that kept the mode is not checked.
         experiment(Mode::Sleep);
         assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, false));

@@ -310,7 +310,7 @@ fn auto_s_policy_events_are_a_history_per_lock_class_not_a_mutex() {
         "an event without `classes`: {text}"
     );
     assert!(
-        text.contains("sleep -> spin  checked: sleep ran at 1.9M/s once settled; spin had kept 2.7M/s in the experiment\n"),
+        text.contains("sleep -> spin  checked: sleep ran at 1.9M/s when checked; spin had kept 2.7M/s in the experiment\n"),
         "{text}"
     );
     assert!(text.contains("2 of 64 spins won: they cost 90.0µs and saved 16.0µs"), "{text}");

@@ -247,7 +247,7 @@ impl PolicyEvent {
                 }
             }
             "checked" => format!(
-                "{} ran at {} once settled; {} had kept {} in the experiment",
+                "{} ran at {} when checked; {} had kept {} in the experiment",
                 r.str("from").unwrap_or("?"),
                 rate(n("per_s")),
                 if r.str("from") == Some("spin") { "sleep" } else { "spin" },
