@@ -862,7 +862,8 @@ impl Experiment {
         self.class.store(0, Release);
     }
 
-    /// The mode the last experiment that compared something chose, whichever its class.
+    /// The mode the last experiment that compared something chose, whichever its class,
+    /// or the mode a check of that choice went back to.
     fn verdict(&self) -> Option<Mode> {
         match self.verdict.load(Relaxed) {
             NO_VERDICT => None,
@@ -1171,11 +1172,12 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
         // Often a start-up effect (threads not yet spread over the CPUs), or a lock
         // its threads seldom meet on while they wait on another class's: the class
         // takes the verdict of the last experiment that compared something (in a
-        // program with one hot class, its own), tries again soon, then less and less
-        // often if the lock stays that way. A verdict taken counts as measured: sleep
-        // mode's probes, which ask only whether spins win and not whether they raise
-        // throughput, must not undo it before the class's own next experiment (in
-        // `sysbench mutex` they sent such classes back to spinning within 10 ms).
+        // program with one hot class, its own; undone if a check undid it), tries
+        // again soon, then less and less often if the lock stays that way. A verdict
+        // taken counts as measured: sleep mode's probes, which ask only whether spins
+        // win and not whether they raise throughput, must not undo it before the
+        // class's own next experiment (in `sysbench mutex` they sent such classes
+        // back to spinning within 10 ms).
         let verdict = EXPERIMENT.verdict();
         let to = verdict.unwrap_or(before);
         class.set_mode(to, class.measured() || verdict.is_some(), &Because::Uncontended(*o));
@@ -1222,6 +1224,10 @@ fn check(per_s: u64, now: u64) {
         let to_beat_per_s = c.to_beat_per_s.load(Relaxed);
         let behind = per_s < to_beat_per_s;
         let to = if behind { before.other() } else { before };
+        if behind {
+            // The verdict that classes without a comparison of their own take goes too.
+            e.verdict.store(to as u8, Relaxed);
+        }
         class.policy.mode.store(before as u8, Relaxed);
         class.set_mode(to, true, &Because::Checked { per_s, to_beat_per_s });
         let next = if !behind && c.checks_passed.fetch_add(1, Relaxed) + 1 < CHECKS {
@@ -1459,8 +1465,10 @@ mod tests {
         let (first, second) = (CHECK_AFTER_NS, CHECK_AFTER_NS + CHECK_AGAIN_NS);
         // Sleep mode runs behind spin's 100/s: the class goes back to spin at once.
         changed();
+        assert_eq!(EXPERIMENT.verdict(), Some(Mode::Sleep));
         check(90, first);
         assert_eq!((class.mode(), class.measured(), class.check_due()), (Mode::Spin, true, false));
+        assert_eq!(EXPERIMENT.verdict(), Some(Mode::Spin));
         assert!(!class.experimenting());
         assert_eq!(class.counts.next_experiment_ns.load(Relaxed), first + FIRST_INTERVAL_NS);
         // Ahead at the first check, behind at the second, once settled: back to spin.
@@ -1477,6 +1485,7 @@ mod tests {
         start(class, second);
         check(150, second);
         assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, false));
+        assert_eq!(EXPERIMENT.verdict(), Some(Mode::Sleep));
         assert_eq!(class.counts.next_experiment_ns.load(Relaxed), second + FIRST_INTERVAL_NS);
         // A verdict that kept the mode is not checked.
         experiment(Mode::Sleep);
