@@ -174,7 +174,9 @@ const FIRST_INTERVAL_NS: u64 = 250_000_000;
 /// and a right one is still checked once the new mode has had time to settle into the
 /// state it keeps (see [`check`]).
 const CHECK_AFTER_NS: u64 = 10_000_000;
+/// How long after a passed check the next one comes.
 const CHECK_AGAIN_NS: u64 = 20_000_000;
+/// Checks a changed mode must pass to stand until the next experiment.
 const CHECKS: u32 = 2;
 /// A spin phase with fewer than this share (in 1/1000: 1/32) of contended acquisitions
 /// measured no spinning, and is left out of the experiment's sums; an experiment left
