@@ -391,6 +391,12 @@ impl Class {
         !self.counts.judged.load(Relaxed) && self.counts.interval_ns.load(Relaxed) == 0
     }
 
+    /// Something has judged the class's mode (not young): else it is the mode every
+    /// class starts in, for the statistics report.
+    pub fn judged(&self) -> bool {
+        !self.young()
+    }
+
     /// The class's last experiment changed its mode, and the new one has not been
     /// checked yet ([`check`]).
     fn check_due(&self) -> bool {

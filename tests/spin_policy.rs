@@ -160,6 +160,7 @@ fn a_class_held_long_learns_to_sleep() {
     let slow = slow_class(stats);
     let policy = &slow["policy"];
     assert_eq!(policy["mode"], "sleep", "the slow class does not sleep at once: {slow}");
+    assert_eq!(policy["judged"], true, "{slow}");
     let sleeping = policy["served_sleeping"].as_u64().unwrap();
     let spinning = policy["served_spinning"].as_u64().unwrap();
     // Most of its 64 mutexes are made before it learned; all of them are served by the
@@ -200,6 +201,11 @@ fn every_class_reports_its_policy() {
     for class in stats["classes"].as_array().unwrap() {
         let mode = class["policy"]["mode"].as_str().unwrap_or_else(|| panic!("no policy in {class}"));
         assert!(mode == "spin" || mode == "sleep", "{class}");
+        // A class never contended has had nothing judge its mode: the report says so.
+        let judged = class["policy"]["judged"].as_bool().unwrap_or_else(|| panic!("no `judged` in {class}"));
+        if class["counters"]["contended"] == 0 {
+            assert!(!judged && class["policy"]["measured"] == false, "{class}");
+        }
         let served = class["policy"]["served_spinning"].as_u64().unwrap()
             + class["policy"]["served_sleeping"].as_u64().unwrap();
         assert_eq!(

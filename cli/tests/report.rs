@@ -475,7 +475,7 @@ fn auto_policies_are_shown_and_kept() {
     assert!(line.contains("contended acquisitions served spinning "), "{line}");
     assert!(line.contains(" sleep (") || line.contains(" spin ("), "{line}");
     let json = json_report(&[stats.to_str().unwrap()]).to_string();
-    for key in ["\"policy\":{", "\"mode\":", "\"served_spinning\":", "\"served_sleeping\":"] {
+    for key in ["\"policy\":{", "\"mode\":", "\"judged\":", "\"served_spinning\":", "\"served_sleeping\":"] {
         assert!(json.contains(key), "report --json dropped {key}: {json}");
     }
 }

@@ -551,7 +551,12 @@ impl Text<'_> {
     fn policy(&mut self, key: usize) {
         let Some(c) = policy_of(key) else { return };
         let (spin, sleep) = c.served();
-        self.out.str("  [auto: ").str(c.mode().name()).str(if c.measured() { ", measured" } else { "" });
+        let how = match (c.measured(), c.judged()) {
+            (true, _) => ", measured",
+            (false, true) => "",
+            (false, false) => ", not judged yet",
+        };
+        self.out.str("  [auto: ").str(c.mode().name()).str(how);
         self.out.str("; contended served spinning ").num(spin, 0).str(", sleeping ").num(sleep, 0).str("]");
     }
 
@@ -726,6 +731,7 @@ impl Json<'_> {
         let (spin, sleep) = c.served();
         self.out.str(",\"policy\":{\"mode\":\"").str(c.mode().name()).str("\",\"measured\":");
         self.out.str(if c.measured() { "true" } else { "false" });
+        self.out.str(",\"judged\":").str(if c.judged() { "true" } else { "false" });
         self.out
             .str(",\"served_spinning\":")
             .num(spin, 0)

@@ -91,3 +91,27 @@ fn json_round_trips_odd_strings_and_added_names() {
     assert_eq!(again.classes[0].frames[1].resolved.function.as_deref(), Some("main"));
     assert_eq!(again.extra.get("new_key"), r.extra.get("new_key"));
 }
+
+#[test]
+fn auto_policy_lines_say_what_chose_the_mode() {
+    let policy = |measured: bool, judged: Option<bool>| {
+        let mut p = serde_json::json!({"mode": "spin", "measured": measured, "served_spinning": 7, "served_sleeping": 0});
+        if let Some(j) = judged {
+            p["judged"] = j.into();
+        }
+        p
+    };
+    let mut v = sample();
+    v["classes"][0]["policy"] = policy(true, Some(true));
+    v["classes"][0]["instances"][0]["policy"] = policy(false, Some(false));
+    v["classes"][1]["policy"] = policy(false, None);
+    let Value::Object(map) = v else { unreachable!() };
+    let mut r = ProcessReport::from_map(map).unwrap();
+    r.resolve(&mut Resolver::new(vec![]));
+    let text = render_text(&r);
+    let line = |needle: &str| text.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{text}"));
+    assert!(line("auto: spin (chosen by measuring").contains("served spinning 7, sleeping 0"), "{text}");
+    line("auto (mutex 0x7f00): spin (where every class starts: too few contended acquisitions to judge yet)");
+    // A report written before `judged` existed keeps the old wording.
+    line("auto: spin (chosen by whether its spins repay their CPU)");
+}

@@ -242,10 +242,12 @@ pub fn render_names_note(reports: &[ProcessReport]) -> String {
 fn policy_line(extra: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
     let p = extra.get("policy")?;
     let mode = p.get("mode")?.as_str()?;
-    let how = if p.get("measured").and_then(|m| m.as_bool()) == Some(true) {
-        "chosen by measuring the class's throughput both ways"
-    } else {
-        "chosen by whether its spins repay their CPU"
+    let flag = |k: &str| p.get(k).and_then(|v| v.as_bool());
+    // A report without `judged` (a library older than the field) says nothing of it.
+    let how = match (flag("measured"), flag("judged")) {
+        (Some(true), _) => "chosen by measuring the class's throughput both ways",
+        (_, Some(false)) => "where every class starts: too few contended acquisitions to judge yet",
+        _ => "chosen by whether its spins repay their CPU",
     };
     let count = |k: &str| p.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
     Some(format!(
