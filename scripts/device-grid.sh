@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The contention grid where a 2-CPU machine cannot take it: 2-32 threads on a machine with
 # many cores, glibc, futex, spin and auto interleaved, then the scenarios. Made to run
-# once, unattended, inside a bounded remote call (the whole script stays under about 9
-# minutes on 16 cores):
+# once, unattended, inside a bounded remote call: its timeouts bound the benchmarks to
+# 9 minutes (on a 2-CPU VM the whole script took 6), plus a build if one is needed:
 #
 #   scripts/device-grid.sh [OUT]
 #
@@ -35,14 +35,14 @@ fi
         --duration-ms 100 | tr ' ' '\n' | grep '^pause_ns=')"
 } >"$out/machine.txt" 2>&1
 
-# 40 cells x 4 arms x 5 runs of 300 ms: about 5 minutes.
+# 40 cells x 4 arms x 5 runs of 300 ms: 5 minutes on a 2-CPU VM.
 timeout -s TERM 390 "$bin" bench --threads 2,4,8,16,32 --loads 0,3,10,100 --layout alone,shared \
     --runs 5 --duration-ms 300 -s glibc,futex,spin,auto --scenarios none --without-control \
     --csv "$out/grid.csv" >"$out/grid.txt" 2>&1
 echo "device-grid: grid exit $?" >&2
 
 # mixed needs threads to meet on its slow lock: with a thread per CPU on each lock it is
-# the scenario 2 CPUs could not show. 3 runs of 1 s each, about 2 minutes.
+# the scenario 2 CPUs could not show. 3 runs of 1 s per arm: 1 minute on a 2-CPU VM.
 timeout -s TERM 150 "$bin" bench --no-grid --scenarios idle-owner,cpu-quota,mixed --runs 3 \
     --duration-ms 1000 -s glibc,futex,spin,auto --without-control \
     --csv "$out/scenarios.csv" >"$out/scenarios.txt" 2>&1
