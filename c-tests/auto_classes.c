@@ -6,7 +6,9 @@
  *          to sleep at once (a hold across a sleep would not show it: a spinner stops
  *          as soon as it sees the owner off the CPU, so such spins cost little);
  *   fast   a mutex made by another call site (fast_new), held for a few instructions
- *          by two threads in a tight loop.
+ *          by two threads in a tight loop;
+ *   idle   a mutex made by a third call site (idle_new) and locked only by main, never
+ *          contended: nothing judges its class, and the report must say so.
  *
  * The slow threads move to the next slow mutex every PHASE rounds, so that the class's
  * later mutexes start from what the earlier ones taught it. Exits 1 on a lost update.
@@ -22,7 +24,7 @@ struct counted {
     unsigned long count;
 };
 
-static struct counted slow[SLOW_LOCKS], fast;
+static struct counted slow[SLOW_LOCKS], fast, idle;
 static volatile int stop;
 static unsigned long slow_done[2], fast_done[2];
 
@@ -31,6 +33,10 @@ static __attribute__((noinline)) void slow_new(struct counted *c) {
 }
 
 static __attribute__((noinline)) void fast_new(struct counted *c) {
+    OK(pthread_mutex_init(&c->lock, NULL));
+}
+
+static __attribute__((noinline)) void idle_new(struct counted *c) {
     OK(pthread_mutex_init(&c->lock, NULL));
 }
 
@@ -66,6 +72,10 @@ int main(int argc, char **argv) {
     long ms = argc > 1 ? atol(argv[1]) : 1500;
     for (int k = 0; k < SLOW_LOCKS; k++) slow_new(&slow[k]);
     fast_new(&fast);
+    idle_new(&idle);
+    OK(pthread_mutex_lock(&idle.lock));
+    idle.count++;
+    OK(pthread_mutex_unlock(&idle.lock));
     pthread_t t[4];
     for (long i = 0; i < 2; i++) {
         OK(pthread_create(&t[i], NULL, slow_main, (void *)i));
@@ -85,5 +95,6 @@ int main(int argc, char **argv) {
     if (fast.count != fast_done[0] + fast_done[1])
         fail("lost update on the fast lock: %lu, expected %lu", fast.count, fast_done[0] + fast_done[1]);
     OK(pthread_mutex_destroy(&fast.lock));
+    OK(pthread_mutex_destroy(&idle.lock));
     return 0;
 }

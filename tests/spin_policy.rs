@@ -198,7 +198,10 @@ fn a_class_held_long_learns_to_sleep() {
 fn every_class_reports_its_policy() {
     let (_, stats) = auto_run();
     assert_eq!(stats["strategy"], "auto");
-    for class in stats["classes"].as_array().unwrap() {
+    let classes = stats["classes"].as_array().unwrap();
+    // auto_classes makes one class it never contends (idle_new).
+    assert!(classes.iter().any(|c| c["counters"]["contended"] == 0), "no uncontended class in {stats}");
+    for class in classes {
         let mode = class["policy"]["mode"].as_str().unwrap_or_else(|| panic!("no policy in {class}"));
         assert!(mode == "spin" || mode == "sleep", "{class}");
         // A class never contended has had nothing judge its mode: the report says so.
