@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Why glibc's own mutex led the 16-CPU grid where it did (docs/BENCHMARKS.md, "16 CPUs"):
+# the cells it won, with the arms and the records that can tell the causes apart, in
+# one bounded run for a many-core machine (about 3 minutes; 2 on a 2-CPU VM):
+#
+#   scripts/device-cells.sh [OUT]
+#
+# Arms, interleaved run by run, 5 runs of 300 ms per arm and cell:
+#   none       no preload (glibc against itself: what forwarding through the preload costs)
+#   glibc      the preload forwarding every call to glibc (the bench's reference arm)
+#   futex      sleep at once, with handoffs (the defaults)
+#   futex-nh   sleep at once, no handoffs (SPINMUTEX_HANDOFF_AFTER=0, _WAIT=0): the
+#              protocol glibc runs, in this library's code
+#   spin, auto as in the grid
+# Then one run per cell of `futex` and of `auto` with SPINMUTEX_STATS=json (sleeps,
+# handoffs; `auto`'s mode and the acquisitions each mode served), and one of `auto`
+# traced at info,spinmutex::auto=debug (every experiment's phases and verdict).
+#
+# OUT (default: $OUT, else ./device-cells-out) receives machine.txt, runs.csv (every
+# run's workload line as CSV, with its cell, arm and run), stats.json (one report per
+# line) and trace.jsonl. Carry target/release as for device-grid.sh.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-device-cells-out}}
+mkdir -p "$out"
+bin=$PWD/target/release/spinmutex
+lib=$PWD/target/release/libspinmutex.so
+if ! "$bin" --version >/dev/null 2>&1 || ! LD_PRELOAD="$lib" /bin/true 2>/dev/null; then
+    echo "device-cells: building (the carried build does not run here)" >&2
+    cargo build --release >"$out/build.txt" 2>&1 || { tail -n 30 "$out/build.txt" >&2; exit 1; }
+fi
+{ date -u; uname -a; ldd --version 2>&1 | head -n 1; echo "nproc: $(nproc)"; lscpu | head -n 20; } >"$out/machine.txt"
+
+# The cells glibc won on the 16-CPU VM, and one each of spin's and futex's as controls.
+cells="shared:8:0 shared:16:0 shared:32:0 shared:32:3 alone:8:100 alone:32:100 shared:16:100 alone:8:3 alone:4:100"
+arms="none glibc futex futex-nh spin auto"
+
+# Runs the workload of CELL under ARM with extra environment (KEY=VALUE ...).
+workload() {
+    local cell=$1 arm=$2
+    shift 2
+    local layout=${cell%%:*} rest=${cell#*:}
+    local threads=${rest%%:*} load=${rest#*:}
+    local -a env=("$@")
+    case $arm in
+    none) ;;
+    futex-nh) env+=(SPINMUTEX_STRATEGY=futex SPINMUTEX_HANDOFF_AFTER=0 SPINMUTEX_HANDOFF_WAIT=0 LD_PRELOAD="$lib") ;;
+    *) env+=(SPINMUTEX_STRATEGY="$arm" LD_PRELOAD="$lib") ;;
+    esac
+    env "${env[@]}" timeout -s KILL 10 "$bin" __workload --threads "$threads" --load "$load" \
+        --layout "$layout" --duration-ms 300
+}
+
+# The workload prints one line of key=value pairs; the CSV keeps every key, in its order.
+header=
+for run in 1 2 3 4 5; do
+    for cell in $cells; do
+        for arm in $arms; do
+            line=$(workload "$cell" "$arm") || { echo "device-cells: $cell $arm run $run failed" >&2; continue; }
+            if [ -z "$header" ]; then
+                header="cell,arm,run,$(tr ' ' '\n' <<<"$line" | cut -d= -f1 | paste -sd,)"
+                echo "$header" >"$out/runs.csv"
+            fi
+            echo "$cell,$arm,$run,$(tr ' ' '\n' <<<"$line" | cut -d= -f2 | paste -sd,)" >>"$out/runs.csv"
+        done
+    done
+    echo "device-cells: round $run of 5 done" >&2
+done
+
+for cell in $cells; do
+    for arm in futex auto; do
+        workload "$cell" "$arm" SPINMUTEX_STATS=json SPINMUTEX_STATS_FILE="$out/stats.json" >/dev/null
+    done
+    workload "$cell" auto SPINMUTEX_TRACE=info,spinmutex::auto=debug SPINMUTEX_TRACE_FORMAT=json \
+        SPINMUTEX_TRACE_FILE="$out/trace.jsonl" >/dev/null
+done
+echo "device-cells: done" >&2
