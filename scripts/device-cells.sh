@@ -18,7 +18,8 @@
 #
 # OUT (default: $OUT, else ./device-cells-out) receives machine.txt, runs.csv (every
 # run's workload line as CSV, with its cell, arm and run), stats.json (one report per
-# line) and trace.jsonl. Carry target/release as for device-grid.sh.
+# line), trace.jsonl and summary.txt (scripts/device-cells-summary.py OUT, also printed).
+# Carry target/release as for device-grid.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-device-cells-out}}
@@ -67,11 +68,14 @@ for run in 1 2 3 4 5; do
     echo "device-cells: round $run of 5 done" >&2
 done
 
+# A line {"cell": ..., "arm": ...} before each report and each trace says whose it is.
 for cell in $cells; do
     for arm in futex auto; do
+        echo "{\"cell\": \"$cell\", \"arm\": \"$arm\"}" >>"$out/stats.json"
         workload "$cell" "$arm" SPINMUTEX_STATS=json SPINMUTEX_STATS_FILE="$out/stats.json" >/dev/null
     done
+    echo "{\"cell\": \"$cell\", \"arm\": \"auto\"}" >>"$out/trace.jsonl"
     workload "$cell" auto SPINMUTEX_TRACE=info,spinmutex::auto=debug SPINMUTEX_TRACE_FORMAT=json \
         SPINMUTEX_TRACE_FILE="$out/trace.jsonl" >/dev/null
 done
-echo "device-cells: done" >&2
+python3 scripts/device-cells-summary.py "$out" | tee "$out/summary.txt"
