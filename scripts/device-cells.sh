@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Why glibc's own mutex led the 16-CPU grid where it did (docs/BENCHMARKS.md, "16 CPUs"):
 # the cells it won, with the arms and the records that can tell the causes apart, in
-# one bounded run for a many-core machine (about 3 minutes; 2 on a 2-CPU VM):
+# one bounded run for a many-core machine (2 minutes on a 2-CPU VM, 3 with a base build):
 #
 #   scripts/device-cells.sh [OUT]
 #
@@ -12,6 +12,8 @@
 #   futex-nh   sleep at once, no handoffs (SPINMUTEX_HANDOFF_AFTER=0, _WAIT=0): the
 #              protocol glibc runs, in this library's code
 #   spin, auto as in the grid
+#   futex-base, spin-base, auto-base: the same under the library at DEVICE_CELLS_BASE,
+#              when that names one (an earlier build, carried beside this one)
 # Then one run per cell of `futex` and of `auto` with SPINMUTEX_STATS=json (sleeps,
 # handoffs; `auto`'s mode and the acquisitions each mode served), and one of `auto`
 # traced at info,spinmutex::auto=debug (every experiment's phases and verdict).
@@ -35,6 +37,11 @@ fi
 # The cells glibc won on the 16-CPU VM, and one each of spin's and futex's as controls.
 cells="shared:8:0 shared:16:0 shared:32:0 shared:32:3 alone:8:100 alone:32:100 shared:16:100 alone:8:3 alone:4:100"
 arms="none glibc futex futex-nh spin auto"
+base=${DEVICE_CELLS_BASE:-}
+if [ -n "$base" ]; then
+    base=$(realpath "$base") || exit 1
+    arms="$arms futex-base spin-base auto-base"
+fi
 
 # Runs the workload of CELL under ARM with extra environment (KEY=VALUE ...).
 workload() {
@@ -46,6 +53,7 @@ workload() {
     case $arm in
     none) ;;
     futex-nh) env+=(SPINMUTEX_STRATEGY=futex SPINMUTEX_HANDOFF_AFTER=0 SPINMUTEX_HANDOFF_WAIT=0 LD_PRELOAD="$lib") ;;
+    *-base) env+=(SPINMUTEX_STRATEGY="${arm%-base}" LD_PRELOAD="$base") ;;
     *) env+=(SPINMUTEX_STRATEGY="$arm" LD_PRELOAD="$lib") ;;
     esac
     env "${env[@]}" timeout -s KILL 10 "$bin" __workload --threads "$threads" --load "$load" \
