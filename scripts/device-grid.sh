@@ -2,7 +2,7 @@
 # The contention grid where a 2-CPU machine cannot take it: 2-32 threads on a machine with
 # many cores, glibc, futex, spin and auto interleaved, then the scenarios. Made to run
 # once, unattended, inside a bounded remote call: its timeouts bound the benchmarks to
-# 9 minutes (on a 2-CPU VM the whole script took 6), plus a build if one is needed:
+# 9 minutes (the whole script took 6 on a 2-CPU VM and on a 16-CPU one), plus a build if needed:
 #
 #   scripts/device-grid.sh [OUT]
 #
@@ -35,7 +35,7 @@ fi
         --duration-ms 100 | tr ' ' '\n' | grep '^pause_ns=')"
 } >"$out/machine.txt" 2>&1
 
-# 40 cells x 4 arms x 5 runs of 300 ms: 5 minutes on a 2-CPU VM.
+# 40 cells x 4 arms x 5 runs of 300 ms: 5 minutes on a 2-CPU VM and on a 16-CPU one.
 timeout -s TERM 390 "$bin" bench --threads 2,4,8,16,32 --loads 0,3,10,100 --layout alone,shared \
     --runs 5 --duration-ms 300 -s glibc,futex,spin,auto --scenarios none --without-control \
     --csv "$out/grid.csv" >"$out/grid.txt" 2>&1
