@@ -52,8 +52,11 @@ def main(out):
         none = med(cell, "none", ops)
         print(f"{cell}")
         for arm in arms:
+            if not runs[(cell, arm)]:
+                continue
             m = med(cell, arm, ops)
-            print(f"  {arm:9} {m / 1e6:7.2f} ({m / none:4.2f})  cpu {med(cell, arm, cpu):7.0f} ns"
+            ratio = f"({m / none:4.2f})" if none == none else "      "
+            print(f"  {arm:9} {m / 1e6:7.2f} {ratio}  cpu {med(cell, arm, cpu):7.0f} ns"
                   f"  vol {med(cell, arm, per_k('vol_ctx')):6.1f}")
 
     print("\nstatistics: sleeps and handoffs per 1000 acquisitions; auto's mode")
