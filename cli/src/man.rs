@@ -236,6 +236,14 @@ arms' medians can fall in different modes). fair/ctl divides each arm's fairness
 lock-free control's, which is what the scheduler alone allows (with 256 threads on 2 CPUs
 some threads never run, lock or not).
 
+# WHICH ARM TO CHOOSE
+The last table ranks the arms over the grid's cells (not the scenarios): in how many
+cells each had the highest median throughput, and its median divided by that highest one,
+as a median over the cells, the lowest, and how many cells came within 3%. An arm that
+leads few cells but is never far behind can be the safer choice for a program whose
+load is not known. A lead of a few per cent over few runs can be noise: read it against
+the sd% columns.
+
 # SEE ALSO
 spinmutex(1), spinmutex-ab(1). docs/BENCHMARKS.md holds the project's results and the
 commands that made them. --json FILE writes BenchReport (cli/src/bench/mutex/mod.rs).

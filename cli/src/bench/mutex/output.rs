@@ -125,12 +125,68 @@ pub(super) fn render_tables(
         t.rows.push(row);
     }
     out.push_str(&t.render());
+    out.push_str(&best_arm_table(sums));
     out.push_str(&class_table(sums));
     let pauses: Vec<f64> = sums.iter().filter_map(|c| c.pause_ns).collect();
     if !pauses.is_empty() {
         let _ = writeln!(out, "\npause: {:.1} ns (median of the cells' medians)", stats::median(&pauses));
     }
     out
+}
+
+/// Which arm to choose: for each arm, in how many grid cells its median throughput was
+/// the highest, and its median ÷ the best arm's over the cells (the median over cells,
+/// the lowest, and in how many it came within 3%), best first. Scenarios are left out:
+/// `mixed` is judged by its wall time. Empty unless two arms ran in some grid cell.
+pub(super) fn best_arm_table(sums: &[CellSummary]) -> String {
+    let control = Arm::LockFree.to_string();
+    // Each grid cell's arms with their median throughput, by the cell's label.
+    let mut cells: BTreeMap<String, Vec<(&str, f64)>> = BTreeMap::new();
+    for s in sums.iter().filter(|s| s.cell.scenario.is_none() && s.strategy != control) {
+        if let Some(ops) = s.median_ops_per_s.filter(|v| v.is_finite() && *v > 0.0) {
+            cells.entry(s.cell.label()).or_default().push((&s.strategy, ops));
+        }
+    }
+    cells.retain(|_, arms| arms.len() > 1);
+    if cells.is_empty() {
+        return String::new();
+    }
+    // Per arm: the cells it led, and its ratio to the leader in each cell it ran in.
+    let mut arms: Vec<(&str, usize, Vec<f64>)> = Vec::new();
+    for ran in cells.values() {
+        let best = ran.iter().map(|&(_, ops)| ops).fold(0.0, f64::max);
+        for &(arm, ops) in ran {
+            let i = match arms.iter().position(|(a, _, _)| *a == arm) {
+                Some(i) => i,
+                None => {
+                    arms.push((arm, 0, Vec::new()));
+                    arms.len() - 1
+                }
+            };
+            arms[i].1 += usize::from(ops == best);
+            arms[i].2.push(ops / best);
+        }
+    }
+    arms.sort_by(|a, b| stats::median(&b.2).total_cmp(&stats::median(&a.2)));
+    let mut t = Table::new(1);
+    t.header.push(["strategy", "best in", "median ÷ best", "lowest", "within 3%"].map(String::from).to_vec());
+    for (arm, led, ratios) in &arms {
+        let lowest = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let near = ratios.iter().filter(|&&r| r >= 0.97).count();
+        t.rows.push(vec![
+            arm.to_string(),
+            format!("{led}/{}", ratios.len()),
+            format!("{:.3}", stats::median(ratios)),
+            format!("{lowest:.2}"),
+            format!("{near}/{}", ratios.len()),
+        ]);
+    }
+    format!(
+        "\nWhich arm to choose: per arm, the grid cells where its median throughput was the highest, and\n\
+         its median ÷ the highest in each cell (the median over cells, the lowest, and how many within 3%).\n\
+         Medians of few runs: read a lead of a few per cent against the sd% above.\n\n{}",
+        t.render()
+    )
 }
 
 /// `mixed`: each lock class's time and throughput per arm, beside the whole run's wall

@@ -1,7 +1,7 @@
 //! Unit tests of the mutex grid: its options with their defaults, and what it reads
 //! from a workload run.
 
-use super::output::bound_of;
+use super::output::{best_arm_table, bound_of};
 use super::*;
 
 fn parse(args: &[&str]) -> Result<(Config, Vec<Arm>), String> {
@@ -87,4 +87,44 @@ fn parses_workload_output() {
     assert!(Sample::parse("", REQUIRED_KEYS, &[]).is_err());
     assert!(Sample::parse("ops=1", REQUIRED_KEYS, &[]).is_err());
     assert!(Sample::parse("ops=x", REQUIRED_KEYS, &[]).is_err());
+}
+
+/// A cell's summary for one arm with only what the best-arm table reads.
+fn summary(scenario: Option<&str>, threads: u64, strategy: &str, ops: f64) -> CellSummary {
+    serde_json::from_value(serde_json::json!({
+        "scenario": scenario, "layout": "alone", "threads": threads, "load": 0, "duration_ms": 300,
+        "strategy": strategy, "runs_ok": 5, "runs": 5, "median_ops_per_s": ops,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn best_arm_table_counts_leads_and_ratios_over_grid_cells() {
+    let sums = [
+        summary(None, 2, "glibc", 100.0),
+        summary(None, 2, "spin", 200.0),
+        summary(None, 2, "auto", 196.0),
+        summary(None, 2, "lock-free", 900.0),
+        summary(None, 4, "glibc", 100.0),
+        summary(None, 4, "spin", 80.0),
+        summary(None, 4, "auto", 90.0),
+        summary(Some("cpu-quota"), 16, "glibc", 1.0),
+        summary(Some("cpu-quota"), 16, "spin", 9.0),
+    ];
+    let rows: Vec<Vec<String>> = best_arm_table(&sums)
+        .lines()
+        .skip_while(|l| !l.starts_with("---"))
+        .skip(1)
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect();
+    // auto: 0.98 and 0.90 (median 0.94); spin: 1.00 and 0.80 (0.90); glibc: 0.50 and 1.00
+    // (0.75). The control and the scenario are not counted.
+    let expected = [
+        ["auto", "0/2", "0.940", "0.90", "1/2"],
+        ["spin", "1/2", "0.900", "0.80", "1/2"],
+        ["glibc", "1/2", "0.750", "0.50", "1/2"],
+    ];
+    assert_eq!(rows, expected.map(|r| r.map(String::from).to_vec()).to_vec());
+    assert_eq!(best_arm_table(&sums[..1]), "", "one arm: nothing to choose from");
+    assert_eq!(best_arm_table(&sums[7..]), "", "scenarios only");
 }
