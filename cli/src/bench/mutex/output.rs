@@ -151,34 +151,28 @@ pub(super) fn best_arm_table(sums: &[CellSummary]) -> String {
     if cells.is_empty() {
         return String::new();
     }
-    // Per arm: the cells it led, and its ratio to the leader in each cell it ran in.
-    let mut arms: Vec<(&str, usize, Vec<f64>)> = Vec::new();
+    // Per arm: its ratio to the leader in each cell it ran in (1 where it led).
+    let mut ratios: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for ran in cells.values() {
         let best = ran.iter().map(|&(_, ops)| ops).fold(0.0, f64::max);
         for &(arm, ops) in ran {
-            let i = match arms.iter().position(|(a, _, _)| *a == arm) {
-                Some(i) => i,
-                None => {
-                    arms.push((arm, 0, Vec::new()));
-                    arms.len() - 1
-                }
-            };
-            arms[i].1 += usize::from(ops == best);
-            arms[i].2.push(ops / best);
+            ratios.entry(arm).or_default().push(ops / best);
         }
     }
-    arms.sort_by(|a, b| stats::median(&b.2).total_cmp(&stats::median(&a.2)));
+    let mut arms: Vec<(&str, f64, Vec<f64>)> =
+        ratios.into_iter().map(|(arm, r)| (arm, stats::median(&r), r)).collect();
+    arms.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut t = Table::new(1);
     t.header.push(["strategy", "best in", "median ÷ best", "lowest", "within 3%"].map(String::from).to_vec());
-    for (arm, led, ratios) in &arms {
+    for (arm, median, ratios) in &arms {
+        let count = |keep: fn(f64) -> bool| ratios.iter().filter(|&&r| keep(r)).count();
         let lowest = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let near = ratios.iter().filter(|&&r| r >= 0.97).count();
         t.rows.push(vec![
             arm.to_string(),
-            format!("{led}/{}", ratios.len()),
-            format!("{:.3}", stats::median(ratios)),
+            format!("{}/{}", count(|r| r == 1.0), ratios.len()),
+            format!("{median:.3}"),
             format!("{lowest:.2}"),
-            format!("{near}/{}", ratios.len()),
+            format!("{}/{}", count(|r| r >= 0.97), ratios.len()),
         ]);
     }
     format!(
