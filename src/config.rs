@@ -53,7 +53,7 @@ const WATCHED: u32 = 1 << 29;
 /// `OTHER_STRATEGY` is set with it, so the mutex check needs no change for it.
 const SERVES_NOTHING: u32 = 1 << 28;
 /// `auto` is measuring a lock class's throughput: every mutex acquisition goes through
-/// the general path, which counts it (auto.rs). Rwlocks are not counted.
+/// the general path, which counts it (auto/experiment.rs). Rwlocks are not counted.
 pub const MEASURING: u32 = 1 << 27;
 /// The bits that send an rwlock call to the general path: `OTHER_STRATEGY` is not among
 /// them, since `kernel` serves rwlocks with this library's own protocol.

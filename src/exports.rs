@@ -174,7 +174,7 @@ unsafe fn timed_lock(m: &crate::mutex::RawMutex, clock: clockid_t, abstime: *con
 
 /// `pthread_mutex_init` and its old name enter here with the caller's return address
 /// still on top of the stack: it is passed on as a third argument, since `auto` classes
-/// a mutex by the call site that made it (auto.rs), and reading it here costs one load
+/// a mutex by the call site that made it (auto/class.rs), and reading it here costs one load
 /// where unwinding would cost microseconds.
 macro_rules! mutex_init_entry {
     ($($name:ident),*) => {$(

@@ -20,7 +20,7 @@
 //!
 //! * `__spins`: the adaptive spin estimate (glibc uses it the same way for its adaptive
 //!   type): a moving average of the pause iterations that spinning needed. Under `auto`
-//!   it holds the mutex's lock class too ([`AUTO_ESTIMATE_BITS`], auto.rs).
+//!   it holds the mutex's lock class too ([`AUTO_ESTIMATE_BITS`], auto/class.rs).
 //! * `__elision` (used by glibc only when lock elision is switched on, for its own lock
 //!   code, which never runs on the mutexes served here): the CPU the owner ran on when
 //!   it took the lock, plus one (0: unknown), for the spin policy (spin.rs).
@@ -94,7 +94,7 @@ pub mod kind {
     pub const PLAIN: i32 = PSHARED | ELISION | NO_ELISION;
 }
 
-/// Under `auto`, `__spins` holds the mutex's class (its high 8 bits: auto.rs's 256
+/// Under `auto`, `__spins` holds the mutex's class (its high 8 bits: auto/class.rs's 256
 /// classes) and its spin estimate (its low 8 bits, in pauses). The estimate saturates at
 /// 255, which matters only where the spin limit is raised past 2 × 255 + 64 pauses (about
 /// 17 µs): a budget is twice the estimate plus a floor (spin.rs).
@@ -195,7 +195,7 @@ impl RawMutex {
         self.kind.store(k, Relaxed);
     }
 
-    /// The class of the mutex under `auto` (auto.rs), kept in the high bits of
+    /// The class of the mutex under `auto` (auto/class.rs), kept in the high bits of
     /// `__spins` (see [`AUTO_ESTIMATE_BITS`]); 0: none recorded.
     pub fn class_link(&self) -> u16 {
         self.spins.load(Relaxed) as u16 >> AUTO_ESTIMATE_BITS
@@ -330,7 +330,7 @@ impl RawMutex {
     pub fn acquire_contended(&self, deadline: Option<&Deadline>) -> Result<Acquired, c_int> {
         let acquired = self.spin_then_sleep(deadline);
         if acquired.is_ok() && crate::config::row().learns {
-            crate::auto::acquired(self); // `auto`: the class counts it (auto.rs)
+            crate::auto::acquired(self); // `auto`: the class counts it (auto/mod.rs)
         }
         acquired
     }
@@ -419,7 +419,7 @@ impl RawMutex {
     /// Lost wake-ups after which a sleeper on this mutex asks for a handoff (0: never).
     /// Never on a process-shared mutex. Handoffs keep spinners from starving sleepers:
     /// under `auto`, a thread that goes to sleep in sleep mode waits as under `futex`,
-    /// without them (auto.rs).
+    /// without them (auto/mod.rs).
     fn handoff_after(&self) -> u32 {
         let may_ask = !self.shared() && (!crate::config::row().learns || crate::auto::hands_off(self));
         if may_ask {

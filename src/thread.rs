@@ -79,7 +79,7 @@ fn set_cached_tid(tid: i32) {
     set_tid_slot(tid as u32);
 }
 
-// This thread's count of contended acquisitions under `auto` (auto.rs samples its
+// This thread's count of contended acquisitions under `auto` (auto/mod.rs samples its
 // bookkeeping by it): read and bumped on every contended acquisition, so it lives in
 // static TLS like the thread id. Its reads must not be merged across a bump.
 #[cfg(target_arch = "x86_64")]

@@ -221,7 +221,7 @@ fn every_class_reports_its_policy() {
 
 /// A program that has used 1,000 never-initialised heap mutexes, each a class keyed by
 /// its address, still finds room for a lock class it makes later: the dead classes'
-/// entries are taken over (auto.rs, `class_for_key`).
+/// entries are taken over (auto/class.rs, `class_for_key`).
 fn a_class_made_after_many_address_classes_finds_room() {
     let _alone = one_at_a_time();
     let dir = scratch();

@@ -1,152 +1,21 @@
-//! `auto`: each lock class learns its own waiting policy while the program runs.
-//!
-//! Whether spinning pays is a property of a lock and of the machine at the moment, so
-//! the decision is made per *class*: every mutex made by one `pthread_mutex_init` call
-//! site (its return address), or, for a mutex that was never initialised by a call
-//! (`PTHREAD_MUTEX_INITIALIZER`), the mutex itself. A new mutex of a known class starts
-//! in its class's mode, with the spin estimate its class's mutexes last learned.
-//!
-//! # What a class decides
-//!
-//! A class is in one of two modes: **spin** (as `spin`: each mutex spins for a budget
-//! from its own estimate, then sleeps) or **sleep** (sleep at once, as `futex`). A
-//! thread that goes to sleep in spin mode may ask for a handoff when it keeps losing
-//! the lock, as under `spin`; one that goes to sleep in sleep mode does not, as under
-//! `futex`. There, a handoff would only make the lock alternate between threads, each
-//! turn waiting for a wake-up, where without it one thread can take the lock many times
-//! while a sleeper wakes (2 threads, an empty critical section, 2 CPUs, 2 s runs: sleep
-//! mode ran at 0.73× `futex`'s throughput with handoffs, 0.97× without). The mode
-//! when the thread goes to sleep decides, for the whole wait (asking on each wake-up
-//! instead measured 0.44× `futex` at 4 threads: waiters of an experiment's spin phase
-//! then kept the lock alternating).
-//! Everything else that stops a spin under `spin` stops it here too:
-//! the owner not running, the spinner preempted, a process that cannot run two threads
-//! at once (affinity, CPU quota). Two measurements move a class between the modes:
-//!
-//! 1. **Do spins pay for themselves?** A spin that wins saves a sleep and a wake-up,
-//!    worth one futex round trip (the spin limit); every pause spun costs CPU. A class
-//!    whose last [`SPIN_WINDOW`] spins cost at least what they saved, and won rarely
-//!    ([`RARE_WINS`]), goes to sleep mode (a lock held across I/O or a long computation;
-//!    spins that won nothing saved nothing, even those a stopped owner cut short).
-//!    In sleep mode one contended acquisition of a thread in [`PROBE_EVERY`] spins as a
-//!    probe; when [`PROBE_WINDOW`] probes won often ([`PROBES_WIN`]) and would have
-//!    saved twice what they cost, the class spins again (the margins keep a class on
-//!    the boundary from flapping).
-//!
-//! 2. **Does spinning raise throughput?** Spins can win and still buy nothing when the
-//!    lock is not the bottleneck (a sleeping waiter then costs no throughput, a spinning
-//!    one a CPU), and spins that lose races can still keep a lock busy that would sit
-//!    idle while its next owner wakes. Only the class's throughput tells, so a class
-//!    runs an A/B experiment of its own, the first once it has had [`HOT`] contended
-//!    acquisitions and the economics of 1. have judged its spins once: [`ROUNDS`]
-//!    rounds of one phase per mode (order alternating, the class's own mode first),
-//!    each settling for [`SETTLE_NS`] (the waiters of the mode before still wait its
-//!    way; a spin phase after a sleep phase, until its waiters are back, see
-//!    [`inherits_sleepers`]), then measuring for at least [`PHASE_NS`] and
-//!    [`PHASE_ACQUISITIONS`] of the class's acquisitions (all of them, not only the
-//!    contended ones), how many of them were contended, and the process's CPU time.
-//!    Phases are short, since the phase in the worse mode costs throughput; an
-//!    experiment whose first two rounds leave no doubt stops there. A spin phase in
-//!    which hardly an acquisition was contended ([`CONTENDED_ENOUGH`]) measured no
-//!    spinning, and is left out: its waiters were asleep, mostly since the sleep phase
-//!    before (the lock's owner takes it again and again, alone, at sleep mode's pace).
-//!    An experiment with no spin phase left compared nothing (typically threads that
-//!    the scheduler has not yet spread over the CPUs, or a lock its threads seldom meet
-//!    on while they wait on another class's): the class takes the mode the last
-//!    experiment that did compare something chose, whichever its class, as a measured
-//!    decision (else it keeps its own), and tries again soon
-//!    ([`RETRY_INTERVAL_NS`]). In a program whose locks are alike (`sysbench mutex`:
-//!    4 call sites, 4 classes), the class that cannot tell then follows those that
-//!    could. [`choose`] says which mode
-//!    wins: the class's mode stands unless the other is clearly better, since the
-//!    process's CPU time also holds other classes' work. The decision holds until the
-//!    next experiment (the economics of 1. move only a class no experiment has judged:
-//!    spins that all lose races can still be what keeps a lock busy), which comes
-//!    [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision stands, up
-//!    to [`MAX_INTERVAL_NS`], but never sooner than [`INTERVAL_PER_EXPERIMENT`] times
-//!    as long as the last one took. A decision that changed the mode is **checked**
-//!    [`CHECK_AFTER_NS`] after it and again [`CHECK_AGAIN_NS`] later, each time by one
-//!    phase in the new mode: a millisecond phase can catch a state its mode does not
-//!    keep (a short lock's waiters all asleep, one thread taking it alone), and a new
-//!    mode that no longer beats the pace the old one kept in the experiment is undone
-//!    ([`check`]).
-//!
-//! While an experiment runs, every mutex call takes the general path (a bit of
-//! `config::fast_path_off`, the word the fast path already tests), which counts the
-//! experimenting classes' acquisitions in per-CPU stripes. One experiment runs at a
-//! time, so that the process's CPU time is its own as far as it can be: with several
-//! hot classes at once, the others' CPU is noise in each experiment.
-//!
-//! A class's **first** experiment takes in every other class that has had none yet
-//! (none that compared something: a first one that compared nothing is tried again,
-//! together), waits in the same mode and has been contended about as often (within
-//! 4×): they switch modes together, their acquisitions are counted together, and each
-//! takes the verdict. Classes hot at the same time are mostly taken by the same threads,
-//! and one's waiting shows in the others' throughput. `sysbench mutex` makes 4 classes
-//! (4 init call sites) of locks its threads take at random. One of them experimenting
-//! alone, while the other three still spun and kept every thread awake, measured its
-//! modes alike (about 2.3 M/s each); sleeping wins only once all four sleep, when one
-//! thread at a time runs at 7 M/s. Together, the four decide in one experiment of a few
-//! milliseconds. From then on each class experiments on its own.
-//!
-//! Every change of mode, and every experiment's outcome, is a trace event (`policy`,
-//! with the class, the mode before and after, why, and the measurements behind it); each
-//! phase of an experiment is one too, at `debug` (`phase`, target `spinmutex::auto`); and
-//! the statistics report shows each class's mode and how many contended acquisitions
-//! each mode served.
-//!
-//! # Where the class is kept
-//!
-//! Under `auto` a mutex's `__spins` holds its call site's class in its high 8 bits (an
-//! index into a fixed table of [`CLASSES`] entries) beside its spin estimate in its low
-//! 8 (mutex.rs), for private mutexes of the normal, recursive and error-checking types.
-//! glibc's condition variables write their own estimate into an adaptive mutex's
-//! `__spins`, and in a process-shared mutex an index would mean another class in each
-//! process: those, and mutexes never initialised by a call (zeroed memory,
-//! `PTHREAD_MUTEX_INITIALIZER`, every C++ `std::mutex`), are classed by their address,
-//! and found by it on each lookup. A call site's entry is kept for good; an address
-//! class lives as long as its mutex, so a class that finds no room near its key takes
-//! over the entry of an address class not looked up lately ([`class_for_key`]: a
-//! program that makes and frees such mutexes all the time would otherwise fill the
-//! table with dead ones). A class that still finds no room shares entry 0, which learns
-//! for all of them. Nothing here is on the uncontended path: the class is read after
-//! the first failed attempt.
+//! A class's A/B experiments of its two modes, one experiment at a time in the process,
+//! and the checks of a verdict that changed a mode (the header of auto/mod.rs, 2.).
 
-use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
 
-use crate::mutex::{kind, RawMutex};
-use crate::spin::{self, SpinTarget};
+use super::class::{known_class_of, Class, CLASSES, TABLE};
+use super::Mode;
+use crate::mutex::RawMutex;
 use crate::{config, observe, sys};
 
-/// Entries of the class table; entry 0 is for classes that find no room.
-pub const CLASSES: usize = 256;
-/// Slots a class key may probe before it settles for entry 0.
-const PROBES: usize = 16;
-
-/// Spins (sampled) in spin mode over which their economics are judged.
-const SPIN_WINDOW: u32 = 64;
-/// Spins leave a class in spin mode only if fewer than this share (1/16) of them win:
-/// on a lock that is the bottleneck, spins that lose races still keep it busy, and the
-/// experiments judge those.
-const RARE_WINS: (u32, u32) = (1, 16);
-/// In sleep mode, one contended acquisition of a thread in this many spins as a probe
-/// (a multiple of [`SAMPLE`]: every probe is sampled).
-const PROBE_EVERY: u32 = 64;
-/// Probes over which sleep mode is judged.
-const PROBE_WINDOW: u32 = 16;
-/// Probes bring a class back to spin mode only if at least this share (1/8) of them
-/// win: twice the share below which spins send it away, so that a class on the
-/// boundary does not flap between the modes.
-const PROBES_WIN: (u32, u32) = (1, 8);
-
 /// Rounds of an experiment (each one phase per mode).
-const ROUNDS: u32 = 3;
+pub(super) const ROUNDS: u32 = 3;
 /// Shortest phase of an experiment: short, since the phase in the worse mode costs
 /// the program throughput.
-const PHASE_NS: u64 = 1_000_000;
+pub(super) const PHASE_NS: u64 = 1_000_000;
 /// Time a phase runs in its mode before it starts to measure.
-const SETTLE_NS: u64 = 500_000;
+pub(super) const SETTLE_NS: u64 = 500_000;
 /// A spin phase after a sleep phase settles until the class has a (sampled) contended
 /// acquisition again, for at most this long: sleep mode can leave one thread taking
 /// the lock while the others sleep, a state that outlasts the switch to spin mode and
@@ -154,7 +23,7 @@ const SETTLE_NS: u64 = 500_000;
 const SETTLE_MAX_NS: u64 = 5_000_000;
 /// Fewest acquisitions of the class in a phase, so that a slow lock's phase still
 /// measures something; a phase never lasts longer than [`PHASE_MAX_NS`].
-const PHASE_ACQUISITIONS: u64 = 1_000;
+pub(super) const PHASE_ACQUISITIONS: u64 = 1_000;
 const PHASE_MAX_NS: u64 = 20_000_000;
 /// Throughputs this close (3%) count as the same; CPU per acquisition then decides, if
 /// one mode is [`CHEAPER`].
@@ -167,15 +36,15 @@ const CLEARLY_FASTER: (u64, u64) = (110, 100);
 /// has lost: the experiment stops early.
 const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
-const HOT: u32 = 64;
-const FIRST_INTERVAL_NS: u64 = 250_000_000;
+pub(super) const HOT: u32 = 64;
+pub(super) const FIRST_INTERVAL_NS: u64 = 250_000_000;
 /// An experiment that changed a class's mode is checked this long after, and again
 /// [`CHECK_AGAIN_NS`] later if the new mode passed: a wrong verdict is undone early,
 /// and a right one is still checked once the new mode has had time to settle into the
 /// state it keeps (see [`check`]).
-const CHECK_AFTER_NS: u64 = 10_000_000;
+pub(super) const CHECK_AFTER_NS: u64 = 10_000_000;
 /// How long after a passed check the next one comes.
-const CHECK_AGAIN_NS: u64 = 20_000_000;
+pub(super) const CHECK_AGAIN_NS: u64 = 20_000_000;
 /// Checks a changed mode must pass to stand until the next experiment.
 const CHECKS: u32 = 2;
 /// A spin phase with fewer than this share (in 1/1000: 1/32) of contended acquisitions
@@ -186,548 +55,12 @@ const CHECKS: u32 = 2;
 /// sleep phase whose sleepers still sleep: 0-2.4%. Two threads on two CPUs with an
 /// empty critical section, where a thread mostly takes the lock back uncontended:
 /// 5-9%.)
-const CONTENDED_ENOUGH: u64 = 31;
-const RETRY_INTERVAL_NS: u64 = 10_000_000;
+pub(super) const CONTENDED_ENOUGH: u64 = 31;
+pub(super) const RETRY_INTERVAL_NS: u64 = 10_000_000;
 /// The next experiment waits at least this many times as long as the last one took, so
 /// that a slow lock's long phases cost it at most a tenth of its time.
-const INTERVAL_PER_EXPERIMENT: u64 = 10;
-const MAX_INTERVAL_NS: u64 = 8_000_000_000;
-
-/// A class's mode.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(u8)]
-pub enum Mode {
-    Spin = 0,
-    Sleep = 1,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Spin => "spin",
-            Mode::Sleep => "sleep",
-        }
-    }
-
-    fn from_u8(v: u8) -> Mode {
-        if v == Mode::Sleep as u8 {
-            Mode::Sleep
-        } else {
-            Mode::Spin
-        }
-    }
-
-    fn other(self) -> Mode {
-        match self {
-            Mode::Spin => Mode::Sleep,
-            Mode::Sleep => Mode::Spin,
-        }
-    }
-}
-
-/// What one class has learned. All counters are approximate by design: threads update
-/// them without coordination, as glibc's adaptive mutex updates its estimate. What every
-/// contended acquisition reads (the mode) and what sampled ones write (the counts) are on
-/// cache lines of their own, so that the writes do not take the line the reads need.
-#[repr(C)]
-pub struct Class {
-    policy: Policy,
-    counts: Counts,
-}
-
-#[repr(align(64))]
-struct Policy {
-    /// The init call site's return address, or the mutex's address; 0: free.
-    key: AtomicUsize,
-    /// The key is a call site's return address (else a mutex's address).
-    call_site: AtomicBool,
-    mode: AtomicU8,
-    /// The mode was chosen by an experiment: probes do not change it.
-    measured: AtomicBool,
-    /// A class keyed by a mutex's address was looked up since a lookup that found no
-    /// room last passed it (see [`class_for_key`]).
-    recent: AtomicBool,
-}
-
-#[repr(align(64))]
-struct Counts {
-    /// The spin estimate its mutexes last learned, which a new mutex starts from.
-    estimate: AtomicU32,
-    /// Spins (or probes), wins, and pauses spun in all, in the current window.
-    spins: AtomicU32,
-    wins: AtomicU32,
-    spent: AtomicU32,
-    /// Contended acquisitions since the last experiment (saturating).
-    contended: AtomicU32,
-    /// A window of spins (or probes) has been judged: the class's mode says what its
-    /// spins are worth, and an experiment can start from it.
-    judged: AtomicBool,
-    /// An experiment of the class's has compared something (see [`Class::untried`]).
-    compared: AtomicBool,
-    next_experiment_ns: AtomicU64,
-    /// The wait from its last experiment to its next; 0: it has had none.
-    interval_ns: AtomicU64,
-    /// After an experiment that changed the class's mode: the pace the mode it left
-    /// kept in that experiment, which the new one must still beat when checked
-    /// ([`check`]); 0: no check due.
-    to_beat_per_s: AtomicU64,
-    /// Checks the new mode has passed since that experiment.
-    checks_passed: AtomicU32,
-    /// Contended acquisitions served in each mode.
-    served: [AtomicU64; 2],
-}
-
-impl Class {
-    const fn new() -> Class {
-        Class {
-            policy: Policy {
-                key: AtomicUsize::new(0),
-                call_site: AtomicBool::new(false),
-                mode: AtomicU8::new(Mode::Spin as u8),
-                measured: AtomicBool::new(false),
-                recent: AtomicBool::new(false),
-            },
-            counts: Counts {
-                estimate: AtomicU32::new(0),
-                spins: AtomicU32::new(0),
-                wins: AtomicU32::new(0),
-                spent: AtomicU32::new(0),
-                contended: AtomicU32::new(0),
-                judged: AtomicBool::new(false),
-                compared: AtomicBool::new(false),
-                next_experiment_ns: AtomicU64::new(0),
-                interval_ns: AtomicU64::new(0),
-                to_beat_per_s: AtomicU64::new(0),
-                checks_passed: AtomicU32::new(0),
-                served: [AtomicU64::new(0), AtomicU64::new(0)],
-            },
-        }
-    }
-
-    /// Forgets what the entry learned, for the class that has just taken it over.
-    fn reset(&self) {
-        let (p, c) = (&self.policy, &self.counts);
-        p.mode.store(Mode::Spin as u8, Relaxed);
-        p.measured.store(false, Relaxed);
-        c.estimate.store(0, Relaxed);
-        self.new_window();
-        c.contended.store(0, Relaxed);
-        c.judged.store(false, Relaxed);
-        c.compared.store(false, Relaxed);
-        c.next_experiment_ns.store(0, Relaxed);
-        c.interval_ns.store(0, Relaxed);
-        c.to_beat_per_s.store(0, Relaxed);
-        c.checks_passed.store(0, Relaxed);
-        for served in &c.served {
-            served.store(0, Relaxed);
-        }
-    }
-
-    pub fn key(&self) -> usize {
-        self.policy.key.load(Relaxed)
-    }
-
-    /// A lookup found the class: an address class is kept from retiring for one more
-    /// pass of the clock (see [`class_for_key`]). Written only when it changes, since
-    /// every contended acquisition looks its class up.
-    fn looked_up(&self) {
-        let p = &self.policy;
-        if !p.call_site.load(Relaxed) && !p.recent.load(Relaxed) {
-            p.recent.store(true, Relaxed);
-        }
-    }
-
-    /// The clock's hand passes the entry, clearing `recent` (a second chance); true if
-    /// the entry may be handed to another class: it is keyed by a mutex's address, is
-    /// not in the running experiment, and was not looked up since the hand last passed.
-    fn hand_passes(&self) -> bool {
-        if self.policy.call_site.load(Relaxed) || self.experimenting() {
-            return false;
-        }
-        !self.policy.recent.swap(false, Relaxed)
-    }
-
-    /// The class's mode; while it experiments, the mode it had before (the phases'
-    /// modes are not decisions).
-    pub fn mode(&self) -> Mode {
-        let mode = if self.experimenting() { &EXPERIMENT.before } else { &self.policy.mode };
-        Mode::from_u8(mode.load(Relaxed))
-    }
-
-    /// The mode its contended acquisitions wait in now: an experiment's phase's mode.
-    fn waiting_mode(&self) -> Mode {
-        Mode::from_u8(self.policy.mode.load(Relaxed))
-    }
-
-    /// The mode was chosen by an experiment (else by whether spins win).
-    pub fn measured(&self) -> bool {
-        self.policy.measured.load(Relaxed)
-    }
-
-    /// Contended acquisitions served in spin mode and in sleep mode.
-    pub fn served(&self) -> (u64, u64) {
-        (self.counts.served[0].load(Relaxed), self.counts.served[1].load(Relaxed))
-    }
-
-    /// The class is in the running experiment (as its leader or as a companion).
-    fn experimenting(&self) -> bool {
-        let i = self.index();
-        EXPERIMENT.members[i / 64].load(Relaxed) & (1 << (i % 64)) != 0
-    }
-
-    /// The class has had no experiment that compared something. Its next is still a
-    /// first one, which others may join: a first experiment that compared nothing is
-    /// mostly the program's start (threads not yet spread over the CPUs), and the
-    /// classes that were hot together then are still so when it is tried again.
-    fn untried(&self) -> bool {
-        !self.counts.compared.load(Relaxed)
-    }
-
-    /// The class has had no window of spins judged and no experiment, so its mode says
-    /// nothing yet: it samples more of its contended acquisitions ([`YOUNG_SAMPLE`]),
-    /// and starts no experiment (a class that joined another's first experiment may
-    /// have had no spins judged, and is not young).
-    fn young(&self) -> bool {
-        !self.counts.judged.load(Relaxed) && self.counts.interval_ns.load(Relaxed) == 0
-    }
-
-    /// Something has judged the class's mode (not young): else it is the mode every
-    /// class starts in, for the statistics report.
-    pub fn judged(&self) -> bool {
-        !self.young()
-    }
-
-    /// The class's last experiment changed its mode, and the new one has not been
-    /// checked yet ([`check`]).
-    fn check_due(&self) -> bool {
-        self.counts.to_beat_per_s.load(Relaxed) != 0
-    }
-
-    /// Whether this class joins `leader`'s first experiment: it has had none either,
-    /// waits in the same mode, and has been contended about as often (within 4×). Such
-    /// classes are usually taken by the same threads at the same time, and what one's
-    /// waiting does shows in the others' throughput (module header).
-    fn joins_first_experiment_of(&self, leader: &Class) -> bool {
-        let contended = self.counts.contended.load(Relaxed);
-        !core::ptr::eq(self, leader)
-            && self.key() != 0
-            && self.untried()
-            && self.waiting_mode() == leader.waiting_mode()
-            && contended >= HOT
-            && contended.saturating_mul(4) >= leader.counts.contended.load(Relaxed)
-    }
-
-    fn index(&self) -> usize {
-        (self as *const Class as usize - TABLE.as_ptr() as usize) / core::mem::size_of::<Class>()
-    }
-
-    fn set_mode(&self, to: Mode, measured: bool, because: &Because) {
-        self.policy.measured.store(measured, Relaxed);
-        self.new_window();
-        let from = Mode::from_u8(self.policy.mode.swap(to as u8, Relaxed));
-        if from != to || because.is_experiment() {
-            observe::policy_changed(self.trace_key(), from.name(), to.name(), because);
-        }
-    }
-
-    /// The key the trace names the class by: as the statistics name call sites, by the
-    /// call instruction, one byte before the return address.
-    fn trace_key(&self) -> usize {
-        self.key() - usize::from(self.policy.call_site.load(Relaxed))
-    }
-
-    /// One spin (or probe) ended, after `pauses`, won or not: judges the window when it
-    /// is full.
-    fn spun(&self, pauses: u32, won: bool) {
-        if self.experimenting() || self.measured() {
-            return; // the experiment's decision stands
-        }
-        if won {
-            self.counts.wins.fetch_add(1, Relaxed);
-        }
-        let spent = self.counts.spent.load(Relaxed);
-        self.counts.spent.store(spent.saturating_add(pauses), Relaxed);
-        let n = self.counts.spins.fetch_add(1, Relaxed) + 1;
-        let window = match self.waiting_mode() {
-            Mode::Spin => SPIN_WINDOW,
-            Mode::Sleep => PROBE_WINDOW,
-        };
-        if n < window {
-            return;
-        }
-        let wins = self.counts.wins.load(Relaxed);
-        let (spent_ns, saved_ns) = spin_economics(self.counts.spent.load(Relaxed), wins);
-        self.counts.judged.store(true, Relaxed);
-        match self.waiting_mode() {
-            Mode::Spin if spent_ns >= saved_ns && wins * RARE_WINS.1 < n * RARE_WINS.0 => {
-                self.set_mode(Mode::Sleep, false, &Because::SpinsLose { wins, spins: n, spent_ns, saved_ns });
-            }
-            Mode::Sleep if 2 * spent_ns < saved_ns && wins * PROBES_WIN.1 >= n * PROBES_WIN.0 => {
-                self.set_mode(Mode::Spin, false, &Because::ProbesWin { wins, probes: n, spent_ns, saved_ns });
-            }
-            _ => self.new_window(),
-        }
-    }
-
-    fn new_window(&self) {
-        self.counts.spins.store(0, Relaxed);
-        self.counts.wins.store(0, Relaxed);
-        self.counts.spent.store(0, Relaxed);
-    }
-}
-
-/// What a window's spins cost and what they saved, in nanoseconds: `pauses` spun in
-/// all, and `wins` sleeps avoided, each worth one futex sleep-and-wake round trip (the
-/// spin limit, which is set to that: see spin.rs).
-fn spin_economics(pauses: u32, wins: u32) -> (u64, u64) {
-    let spent_ns = u64::from(pauses) * u64::from(config::pause_ps()) / 1000;
-    let saved_ns = u64::from(wins) * config::spin_limit_ns();
-    (spent_ns, saved_ns)
-}
-
-static TABLE: [Class; CLASSES] = [const { Class::new() }; CLASSES];
-
-/// The class with `key`, if there is one. The search stops at the first free entry: a
-/// key takes the first free entry of its window, and an entry, once taken, is never
-/// free again (it can only change hands).
-pub fn find(key: usize) -> Option<&'static Class> {
-    for index in window(key) {
-        match TABLE[index].key() {
-            0 => return None,
-            k if k == key => return Some(&TABLE[index]),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The entries `key` may have: [`PROBES`] in a row from where it hashes to.
-fn window(key: usize) -> impl Iterator<Item = usize> {
-    let first = (key.max(1) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
-    (0..PROBES).map(move |i| 1 + (first as usize + i) % (CLASSES - 1))
-}
-
-/// The entry for `key`, claimed if new; entry 0 when the table has no room near it.
-///
-/// Call sites are few and last as long as the program's code, so their entries are
-/// kept for good. A class keyed by a mutex's address (a mutex never initialised by a
-/// call: zeroed memory, `PTHREAD_MUTEX_INITIALIZER`, every C++ `std::mutex`) lives as
-/// long as that mutex, and a long-running program makes and frees such mutexes all the
-/// time. So a key that finds no room near it takes over the entry of an address class
-/// not looked up lately, which forgets what it learned: a clock, whose hand is each
-/// such search (it clears `recent` in the entries it passes, until it finds one
-/// already clear). The mutexes of address classes are therefore found by their address
-/// on every lookup, never by a link.
-#[inline(never)]
-fn class_for_key(key: usize, call_site: bool) -> usize {
-    let key = key.max(1);
-    for index in window(key) {
-        let class = &TABLE[index];
-        let found = match class.policy.key.load(Acquire) {
-            k if k == key => true,
-            0 => claim(class, 0, key, call_site) != Claim::Lost,
-            _ => false,
-        };
-        if found {
-            class.looked_up();
-            return index;
-        }
-    }
-    for index in window(key) {
-        let class = &TABLE[index];
-        let old = class.policy.key.load(Acquire);
-        if old != 0 && class.hand_passes() {
-            return match claim(class, old, key, call_site) {
-                Claim::Lost => 0,
-                won_or_same => {
-                    if won_or_same == Claim::Won {
-                        class.reset();
-                    }
-                    class.looked_up();
-                    index
-                }
-            };
-        }
-    }
-    0
-}
-
-#[derive(PartialEq)]
-enum Claim {
-    /// The entry is the key's now.
-    Won,
-    /// Another thread claimed it for the same key first.
-    Same,
-    /// Another thread claimed it for another key.
-    Lost,
-}
-
-/// Makes `class`, keyed `old` (0: free), the entry of `key`.
-fn claim(class: &Class, old: usize, key: usize, call_site: bool) -> Claim {
-    match class.policy.key.compare_exchange(old, key, AcqRel, Acquire) {
-        Ok(_) => {
-            class.policy.call_site.store(call_site, Relaxed);
-            Claim::Won
-        }
-        Err(k) if k == key => Claim::Same,
-        Err(_) => Claim::Lost,
-    }
-}
-
-/// Whether `m` keeps its class in `__spins` (module header).
-fn keeps_link(m: &RawMutex) -> bool {
-    let k = m.kind();
-    k & kind::PSHARED == 0 && k & kind::TYPE_MASK != kind::ADAPTIVE
-}
-
-/// `pthread_mutex_init` made `m`, called from `caller`: its class is the call site's,
-/// and it starts from the estimate the class's mutexes last learned.
-pub fn born(m: &RawMutex, caller: usize) {
-    if keeps_link(m) {
-        let index = class_for_key(caller, true);
-        m.set_class_link(index as u16);
-        m.set_estimate(TABLE[index].counts.estimate.load(Relaxed));
-    }
-}
-
-/// The class of `m`, claimed if new.
-#[inline]
-pub fn class_of(m: &RawMutex) -> &'static Class {
-    linked_class(m).unwrap_or_else(|| &TABLE[class_for_key(m.addr(), false)])
-}
-
-/// The class of `m` if it has one already: what a lookup on every acquisition (not only
-/// the contended ones) uses, so that it neither claims entries nor moves the clock.
-fn known_class_of(m: &RawMutex) -> Option<&'static Class> {
-    linked_class(m).or_else(|| find(m.addr()))
-}
-
-/// The call site's class that `m`'s `__spins` links to, if any.
-#[inline]
-fn linked_class(m: &RawMutex) -> Option<&'static Class> {
-    let link = if keeps_link(m) { usize::from(m.class_link()) } else { 0 };
-    (link != 0).then(|| &TABLE[link % CLASSES])
-}
-
-// What the waiting code of mutex.rs asks of `auto`, through `RawMutex`'s `SpinTarget`
-// methods: the mutex's class supplies the budget and the estimate, and learns from the
-// outcome.
-//
-// The class's line is shared by every thread that contends for any of its mutexes, so
-// writing it on every contended acquisition would cost more than a spin saves. Each
-// thread therefore does the class's bookkeeping on one contended acquisition in
-// [`SAMPLE`] (its tick, counted in `budget`), and counts it as that many; with
-// statistics on, where exact counts matter more than speed, on every one. The sampled
-// bookkeeping runs out of line, cold: the waiting code's frames stand under every trace
-// event it emits (see tests/host.rs on stack use), and the other contended acquisitions
-// should pay only the tick's test.
-
-/// One contended acquisition in this many does the class's bookkeeping. One in 8 cost
-/// about a seventh of the throughput of a short lock contended by 16 threads on 2 CPUs
-/// (the class's line moves between the CPUs on each write).
-const SAMPLE: u32 = 64;
-/// A young class (no window of spins judged, no experiment yet) samples one in this
-/// many, so that its first window is judged within about 500 contended acquisitions,
-/// not 4,000: until its first experiment a class spins, and where sleeping wins
-/// (`sysbench mutex`: 3× faster) those first milliseconds cost most of what `auto`
-/// lost to `futex`.
-const YOUNG_SAMPLE: u32 = 8;
-
-fn tick() -> u32 {
-    crate::thread::contention_tick()
-}
-
-/// How many contended acquisitions the current one stands for in its class's counts: 0
-/// when it is not sampled.
-#[inline]
-fn weight(m: &RawMutex, tick: u32) -> u32 {
-    if observe::stats_on() {
-        1
-    } else if !tick.is_multiple_of(YOUNG_SAMPLE) {
-        0
-    } else if class_of(m).young() {
-        YOUNG_SAMPLE
-    } else if tick.is_multiple_of(SAMPLE) {
-        SAMPLE
-    } else {
-        0
-    }
-}
-
-/// How long a contended acquisition of `m` may spin: as `spin` (from the mutex's own
-/// estimate) in spin mode, 0 in sleep mode except for a probe now and then. Counts the
-/// acquisition (the thread's tick).
-#[inline]
-pub fn budget(m: &RawMutex) -> u32 {
-    let tick = crate::thread::next_contention_tick();
-    let class = class_of(m);
-    let spins = match class.waiting_mode() {
-        Mode::Spin => true,
-        Mode::Sleep => tick.is_multiple_of(PROBE_EVERY) && !class.measured() && !class.experimenting(),
-    };
-    if spins {
-        spin::budget_for(m.estimate())
-    } else {
-        0
-    }
-}
-
-/// Whether a sleeper on `m` may ask for a handoff: only in spin mode, where spinners
-/// could otherwise take the lock from under it for good. In sleep mode the class waits
-/// as `futex` (and glibc) do: a handoff there only makes the lock alternate between
-/// threads, and each turn then waits for a wake-up.
-#[inline]
-pub fn hands_off(m: &RawMutex) -> bool {
-    class_of(m).waiting_mode() == Mode::Spin
-}
-
-/// A spin on `m` ended (`Ok`: won after so many pauses; `Err`: spent so many in vain).
-/// The mutex's estimate learns from every spin, as under `spin`; the class's counts from
-/// the sampled ones (every probe among them), out of line.
-#[inline]
-pub fn learn(m: &RawMutex, outcome: Result<u32, u32>) {
-    let estimate = spin::next_estimate(m.estimate(), outcome.ok());
-    m.set_estimate(estimate);
-    // A probe's tick is a multiple of PROBE_EVERY, so it is always sampled.
-    if weight(m, tick()) != 0 {
-        learn_sampled(m, estimate, outcome);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn learn_sampled(m: &RawMutex, estimate: u32, outcome: Result<u32, u32>) {
-    let class = class_of(m);
-    class.counts.estimate.store(estimate, Relaxed);
-    let (Ok(pauses) | Err(pauses)) = outcome;
-    class.spun(pauses, outcome.is_ok());
-}
-
-/// A contended acquisition of `m` succeeded: a sampled one counts it and runs
-/// experiments, out of line.
-#[inline]
-pub fn acquired(m: &RawMutex) {
-    let weight = weight(m, tick());
-    if weight != 0 {
-        acquired_sampled(m, weight);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn acquired_sampled(m: &RawMutex, weight: u32) {
-    let class = class_of(m);
-    class.counts.served[class.waiting_mode() as usize].fetch_add(u64::from(weight), Relaxed);
-    if class.experimenting() {
-        EXPERIMENT.contended.fetch_add(u64::from(weight), Relaxed);
-    }
-    let n = class.counts.contended.load(Relaxed);
-    class.counts.contended.store(n.saturating_add(weight), Relaxed);
-    experiment_step(class);
-}
-
-// ---------------------------------------------------------------------------------
-// Experiments: one at a time.
+pub(super) const INTERVAL_PER_EXPERIMENT: u64 = 10;
+pub(super) const MAX_INTERVAL_NS: u64 = 8_000_000_000;
 
 /// Why a class changed mode, or kept it, for the trace.
 pub enum Because {
@@ -770,7 +103,7 @@ impl Because {
     }
 
     /// An experiment's outcome: traced even when the mode stands.
-    fn is_experiment(&self) -> bool {
+    pub(super) fn is_experiment(&self) -> bool {
         matches!(self, Because::Measured(_) | Because::Uncontended(_) | Because::Checked { .. })
     }
 }
@@ -813,7 +146,7 @@ pub struct Phase {
     pub counted: bool,
 }
 
-struct Experiment {
+pub(super) struct Experiment {
     /// The experimenting class's index plus one (its leader's, when several classes
     /// experiment together); 0: none.
     class: AtomicU32,
@@ -844,11 +177,17 @@ struct Experiment {
 }
 
 impl Experiment {
-    fn before(&self) -> Mode {
+    pub(super) fn before(&self) -> Mode {
         Mode::from_u8(self.before.load(Relaxed))
     }
 
-    fn enroll(&self, class: &Class) {
+    /// `class` is in the experiment (as its leader or as a companion).
+    pub(super) fn has(&self, class: &Class) -> bool {
+        let i = class.index();
+        self.members[i / 64].load(Relaxed) & (1 << (i % 64)) != 0
+    }
+
+    pub(super) fn enroll(&self, class: &Class) {
         let i = class.index();
         self.members[i / 64].fetch_or(1 << (i % 64), Relaxed);
     }
@@ -862,7 +201,7 @@ impl Experiment {
     }
 
     /// Ends the experiment: its classes take the general path no more for its sake.
-    fn close(&self) {
+    pub(super) fn close(&self) {
         config::set_measuring(false);
         for word in &self.members {
             word.store(0, Relaxed);
@@ -883,7 +222,7 @@ impl Experiment {
 /// [`Experiment::verdict`] before any experiment compared something.
 const NO_VERDICT: u8 = u8::MAX;
 
-static EXPERIMENT: Experiment = Experiment {
+pub(super) static EXPERIMENT: Experiment = Experiment {
     class: AtomicU32::new(0),
     members: [const { AtomicU64::new(0) }; CLASSES / 64],
     before: AtomicU8::new(0),
@@ -950,12 +289,14 @@ pub fn count(m: &RawMutex) {
     }
 }
 
-/// After a contended acquisition of `class`: starts an experiment when it is due, or
-/// moves the running one on.
-fn experiment_step(class: &'static Class) {
+/// After a sampled contended acquisition of `class`, standing for `weight` of them:
+/// counts it to the running experiment if the class is in it, and moves that on, or
+/// starts an experiment when the class's next is due.
+pub(super) fn experiment_step(class: &'static Class, weight: u32) {
     let running = EXPERIMENT.class.load(Relaxed) as usize;
     if running != 0 {
         if class.experimenting() {
+            EXPERIMENT.contended.fetch_add(u64::from(weight), Relaxed);
             advance(&TABLE[running - 1], sys::now_ns());
         }
         return;
@@ -1028,7 +369,10 @@ fn begin_phase(phase: u32, now: u64) {
 /// contended acquisition shows the waiters are back, or [`SETTLE_MAX_NS`]. (The
 /// experiment counts the sampled ones, see [`weight`]: one in [`SAMPLE`] of each
 /// thread's, so a lock contended again is seen within a few dozen acquisitions.)
-fn inherits_sleepers(phase: u32, before: Mode) -> bool {
+///
+/// [`weight`]: super::weight
+/// [`SAMPLE`]: super::SAMPLE
+pub(super) fn inherits_sleepers(phase: u32, before: Mode) -> bool {
     phase > 0 && phase_mode(phase, before) == Mode::Spin && phase_mode(phase - 1, before) == Mode::Sleep
 }
 
@@ -1224,7 +568,7 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
 /// passes it is checked again once the new mode has had time to settle. A check costs
 /// no phase in the other mode. The classes' next experiment comes
 /// [`FIRST_INTERVAL_NS`] after the check that undid the verdict or the second one.
-fn check(per_s: u64, now: u64) {
+pub(super) fn check(per_s: u64, now: u64) {
     let e = &EXPERIMENT;
     let before = e.before();
     for class in e.members() {
@@ -1267,14 +611,8 @@ pub fn after_fork_in_child() {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Tests that use the class table take turns: there is one table, and one
-    /// experiment.
-    static TABLE_USERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-    fn table_to_myself() -> std::sync::MutexGuard<'static, ()> {
-        TABLE_USERS.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    use crate::auto::class::{class_of, PROBE_WINDOW};
+    use crate::auto::{table_to_myself, SAMPLE};
 
     fn outcome(spin: u64, sleep: u64, spin_cpu: u64, sleep_cpu: u64) -> Outcome {
         Outcome {
@@ -1283,6 +621,11 @@ mod tests {
             contended_permille: [500, 100],
             classes: 1,
         }
+    }
+
+    /// What an experiment none of whose spin phases counted comes to.
+    fn compared_nothing() -> Outcome {
+        outcome(0, 0, 0, 0)
     }
 
     #[test]
@@ -1320,11 +663,6 @@ mod tests {
         assert!(compared_nothing().compared_nothing());
     }
 
-    /// What an experiment none of whose spin phases counted comes to.
-    fn compared_nothing() -> Outcome {
-        outcome(0, 0, 0, 0)
-    }
-
     #[test]
     fn a_mode_stands_unless_the_other_is_clearly_faster_or_as_fast_and_cheaper() {
         use Mode::*;
@@ -1343,19 +681,6 @@ mod tests {
         // A little faster but dearer: noise, the mode stands.
         assert_eq!(choose(&outcome(190, 203, 463, 839), Spin), Spin);
         assert_eq!(choose(&outcome(203, 190, 839, 463), Sleep), Sleep);
-    }
-
-    #[test]
-    fn only_a_class_in_spin_mode_lets_its_sleepers_ask_for_a_handoff() {
-        let _table = table_to_myself();
-        let mut storage: libc::pthread_mutex_t = libc::PTHREAD_MUTEX_INITIALIZER;
-        // SAFETY: `storage` is a mutex, alive for the whole test.
-        let m = unsafe { RawMutex::from_ptr(&mut storage) };
-        let class = class_of(m);
-        class.policy.mode.store(Mode::Sleep as u8, Relaxed);
-        assert!(!hands_off(m), "a sleeper in sleep mode waits as under futex");
-        class.policy.mode.store(Mode::Spin as u8, Relaxed);
-        assert!(hands_off(m), "a sleeper in spin mode may ask, so that spinners cannot starve it");
     }
 
     #[test]
@@ -1499,70 +824,6 @@ mod tests {
         experiment(Mode::Sleep);
         assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, false));
         assert!(class.counts.next_experiment_ns.load(Relaxed) >= FIRST_INTERVAL_NS);
-        class.reset();
-    }
-
-    #[test]
-    fn a_key_with_no_room_takes_over_the_address_class_not_looked_up_longest() {
-        let _table = table_to_myself();
-        // Keys whose windows are the same entries: the first key's, then others that
-        // hash to where it does.
-        let first = 0x7000_0000_1000usize;
-        let entries: Vec<usize> = window(first).collect();
-        let mut keys = (first + 64..).step_by(64).filter(|&k| window(k).next() == Some(entries[0]));
-        let fill = |recent: &dyn Fn(usize) -> bool, call_site: &dyn Fn(usize) -> bool| {
-            for (i, &e) in entries.iter().enumerate() {
-                let p = &TABLE[e].policy;
-                p.key.store(first + i, Relaxed); // keys that hash elsewhere: never looked up
-                p.call_site.store(call_site(i), Relaxed);
-                p.recent.store(recent(i), Relaxed);
-            }
-        };
-        // Every entry but the sixth was looked up since the clock last passed: the
-        // hand clears the first five as it passes, and takes the sixth.
-        fill(&|i| i != 5, &|_| false);
-        TABLE[entries[5]].policy.mode.store(Mode::Sleep as u8, Relaxed);
-        TABLE[entries[5]].counts.served[1].store(7, Relaxed);
-        let newcomer = keys.next().unwrap();
-        assert_eq!(class_for_key(newcomer, false), entries[5]);
-        let taken = &TABLE[entries[5]];
-        assert_eq!((taken.key(), taken.mode(), taken.served()), (newcomer, Mode::Spin, (0, 0)), "forgotten");
-        assert!((0..5).all(|i| !TABLE[entries[i]].policy.recent.load(Relaxed)), "second chances used");
-        // Found again: no entry changes hands, and it is marked as looked up.
-        assert_eq!(class_for_key(newcomer, false), entries[5]);
-        assert!(taken.policy.recent.load(Relaxed));
-        // The next key takes the first entry the hand passed, whose chance is spent.
-        assert_eq!(class_for_key(keys.next().unwrap(), true), entries[0]);
-        // Call sites' entries, and the experiment's classes, are never taken.
-        fill(&|_| false, &|i| i % 2 == 0);
-        EXPERIMENT.enroll(&TABLE[entries[1]]);
-        let odd_after_one = class_for_key(keys.next().unwrap(), false);
-        EXPERIMENT.close();
-        assert_eq!(odd_after_one, entries[3]);
-        fill(&|_| false, &|_| true);
-        assert_eq!(class_for_key(keys.next().unwrap(), false), 0, "no room: the shared entry");
-        for &e in &entries {
-            TABLE[e].policy.key.store(0, Relaxed);
-            TABLE[e].reset();
-        }
-    }
-
-    #[test]
-    fn a_class_samples_more_until_its_spins_are_judged_or_it_has_had_an_experiment() {
-        let mut storage: libc::pthread_mutex_t = libc::PTHREAD_MUTEX_INITIALIZER;
-        // SAFETY: `storage` is a mutex, alive for the whole test.
-        let m = unsafe { RawMutex::from_ptr(&mut storage) };
-        let _table = table_to_myself();
-        let class = class_of(m);
-        class.reset();
-        assert!(class.young());
-        assert_eq!([weight(m, 8), weight(m, 64), weight(m, 65)], [YOUNG_SAMPLE, YOUNG_SAMPLE, 0]);
-        class.counts.judged.store(true, Relaxed);
-        assert!(!class.young());
-        assert_eq!([weight(m, 8), weight(m, 64), weight(m, 65)], [0, SAMPLE, 0]);
-        class.counts.judged.store(false, Relaxed);
-        class.counts.interval_ns.store(RETRY_INTERVAL_NS, Relaxed);
-        assert!(!class.young(), "a class that joined another's experiment knows its mode");
         class.reset();
     }
 
