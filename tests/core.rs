@@ -52,6 +52,7 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("old_symbols", &[]),
     ("normal_rules", &[]),
     ("pshared_mixed", &[]),
+    ("deepbind_mixed", &[]),
 ];
 
 fn program(name: &str) -> PathBuf {
@@ -270,6 +271,12 @@ fn process_shared_mutex_and_condvar() {
 
 fn process_shared_mutex_beside_a_process_without_preload() {
     c_program("pshared_mixed", &[]);
+}
+
+/// A plugin loaded with RTLD_DEEPBIND reaches glibc's own mutex functions: one mutex,
+/// locked and unlocked through both at once, must still exclude, count and wake.
+fn mutex_locked_through_glibc_and_the_preload_at_once() {
+    c_program("deepbind_mixed", &[]);
 }
 
 // What glibc allows a normal mutex although POSIX leaves it undefined (normal_rules.c).
@@ -843,6 +850,7 @@ fn main() -> std::process::ExitCode {
         fork_without_atfork_handlers,
         process_shared_mutex_and_condvar,
         process_shared_mutex_beside_a_process_without_preload,
+        mutex_locked_through_glibc_and_the_preload_at_once,
         normal_mutex_owner_relocks_to_wait_for_another_threads_unlock,
         normal_mutex_unlock_of_a_free_mutex_succeeds,
         normal_mutex_unlocked_by_another_thread_lets_waiters_in,

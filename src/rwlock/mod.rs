@@ -13,7 +13,9 @@
 //! names a lock that glibc defines itself; no public function takes a
 //! `pthread_rwlock_t *` but the `pthread_rwlock_*` family (`sysdeps/nptl/pthread.h`).
 //! (nscd uses rwlocks, but it is a separate program.) So as long as every entry point
-//! that touches an application rwlock is ours, the bytes can mean what we say.
+//! that touches an application rwlock is ours, the bytes can mean what we say. (A
+//! plugin loaded with `RTLD_DEEPBIND` reaches glibc's functions ahead of ours: an rwlock
+//! it shares with the rest of the program breaks. docs/DESIGN.md, "Known limits".)
 //!
 //! # The 56 bytes (x86-64, `sysdeps/x86/nptl/bits/struct_rwlock.h`)
 //!
