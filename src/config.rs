@@ -55,9 +55,12 @@ const SERVES_NOTHING: u32 = 1 << 28;
 /// `auto` is measuring a lock class's throughput: every mutex acquisition goes through
 /// the general path, which counts it (auto/experiment.rs). Rwlocks are not counted.
 pub const MEASURING: u32 = 1 << 27;
-/// The bits that send an rwlock call to the general path: `OTHER_STRATEGY` is not among
-/// them, since `kernel` serves rwlocks with this library's own protocol.
-const RWLOCK_PATH_OFF: u32 = NOT_LOADED | SERVES_NOTHING | WATCHED;
+
+/// The same for rwlock calls, in a word of their own: 0 when a call may take the fast
+/// path, else `NOT_LOADED`, `WATCHED`, or `SERVES_NOTHING` when rwlocks go to glibc (the
+/// `glibc` strategy, or `SPINMUTEX_RWLOCKS=0`). `kernel` serves rwlocks with this
+/// library's own protocol, so `OTHER_STRATEGY` is never set here.
+static RWLOCK_PATH_OFF: AtomicU32 = AtomicU32::new(NOT_LOADED);
 
 /// The bits that send a plain mutex to the general path (see `FAST_PATH_OFF`).
 #[inline(always)]
@@ -69,7 +72,20 @@ pub fn fast_path_off() -> u32 {
 /// strategy serves rwlocks, statistics are off. One test of one word.
 #[inline(always)]
 pub fn rwlock_fast_path() -> bool {
-    FAST_PATH_OFF.load(Relaxed) & RWLOCK_PATH_OFF == 0
+    RWLOCK_PATH_OFF.load(Relaxed) == 0
+}
+
+/// True when the environment has been read and rwlocks go to glibc's functions (the
+/// `glibc` strategy, or `SPINMUTEX_RWLOCKS=0`). False until the environment is read.
+#[inline(always)]
+pub fn rwlocks_forwarded() -> bool {
+    RWLOCK_PATH_OFF.load(Relaxed) & (NOT_LOADED | SERVES_NOTHING) == SERVES_NOTHING
+}
+
+/// Whether rwlocks are served, reading the environment the first time.
+pub fn rwlocks_served() -> bool {
+    strategy();
+    RWLOCK_PATH_OFF.load(Acquire) & SERVES_NOTHING == 0
 }
 
 /// True when the environment has been read and the strategy serves nothing (`glibc`):
@@ -83,6 +99,7 @@ pub fn serves_nothing() -> bool {
 /// Statistics are on: every acquisition goes through the general path.
 pub fn watch_every_acquisition() {
     FAST_PATH_OFF.fetch_or(WATCHED, Relaxed);
+    RWLOCK_PATH_OFF.fetch_or(WATCHED, Relaxed);
 }
 
 /// Starts or ends an `auto` experiment (see [`MEASURING`]).
@@ -227,6 +244,7 @@ fn read_environment(reading: Reading) -> Strategy {
     let handoff_wait =
         read(&names::HANDOFF_WAIT, names::parse_handoff_wait, names::DEFAULT_HANDOFF_WAIT_NS, warn);
     let fair = read(&names::FAIR, names::parse_fair, false, warn);
+    let rwlocks = read(&names::RWLOCKS, names::parse_rwlocks, true, warn);
     if warn {
         warn_unknown_names();
     }
@@ -259,6 +277,8 @@ fn read_environment(reading: Reading) -> Strategy {
     let forwarded = if row.serves { 0 } else { SERVES_NOTHING };
     let watched = FAST_PATH_OFF.load(Relaxed) & WATCHED;
     FAST_PATH_OFF.store(other | forwarded | watched, Release);
+    let rwlocks_forwarded = if row.serves && rwlocks { 0 } else { SERVES_NOTHING };
+    RWLOCK_PATH_OFF.store(rwlocks_forwarded | watched, Release);
     strategy
 }
 

@@ -60,6 +60,7 @@ pub fn announce() {
         handoff_after: config::handoff_after(),
         handoff_wait_ns: config::handoff_wait_ns(),
         fair: config::fair(),
+        rwlocks: config::rwlocks_served(),
         stats,
         trace: tracing::dispatcher::has_been_set(),
         exe: executable(&mut exe_buf),

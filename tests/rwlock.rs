@@ -38,6 +38,7 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("rwlock_lifetime", &[]),
     ("rwlock_old_symbols", &[]),
     ("cxx_shared_mutex", &[]),
+    ("deepbind_mixed", &["rwlock"]),
 ];
 
 fn program(name: &str) -> PathBuf {
@@ -224,6 +225,15 @@ fn cxx_shared_timed_mutex_free_after_a_shared_waiter_timed_out() {
 
 fn old_symbol_versions() {
     c_program("rwlock_old_symbols", &[]);
+}
+
+/// A plugin loaded with RTLD_DEEPBIND takes one rwlock through glibc's own functions
+/// while the program takes it through the preload: the two protocols do not mix (served,
+/// this program hangs or fails), so SPINMUTEX_RWLOCKS=0 forwards every rwlock call to
+/// glibc, whatever the strategy.
+fn rwlocks_forwarded_beside_a_plugin_that_takes_them_through_glibc() {
+    let failures = run_under(STRATEGIES, &[("SPINMUTEX_RWLOCKS", "0")], "deepbind_mixed", &["rwlock"]);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 // ---------------------------------------------------------------------------------
@@ -477,6 +487,7 @@ fn main() -> std::process::ExitCode {
         cxx_shared_mutex_and_shared_timed_mutex,
         cxx_shared_timed_mutex_free_after_a_shared_waiter_timed_out,
         old_symbol_versions,
+        rwlocks_forwarded_beside_a_plugin_that_takes_them_through_glibc,
         no_spinning_settings,
         long_spin_settings,
         fair_settings,

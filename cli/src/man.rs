@@ -171,8 +171,8 @@ library loaded anyway is an error too.
 
 # SETTINGS
 run, ab and bench take the library's settings as options (--spin-limit, --max-spinners,
---handoff-after, --handoff-wait, --fair, --trace, --trace-file, --trace-format, --stats,
---stats-file, --stats-top, -e KEY=VALUE) and pass them to the library as SPINMUTEX_*
+--handoff-after, --handoff-wait, --fair, --rwlocks, --trace, --trace-file, --trace-format,
+--stats, --stats-file, --stats-top, -e KEY=VALUE) and pass them to the library as SPINMUTEX_*
 variables. A misspelled strategy or a value the library would refuse (also in an
 inherited SPINMUTEX_* variable) exits with status 2 and the accepted values before
 anything runs. The variables, their defaults and accepted values are listed in the

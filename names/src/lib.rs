@@ -294,6 +294,22 @@ pub fn parse_fair(v: &[u8]) -> Result<bool, Invalid> {
     }
 }
 
+setting! {
+    /// Whether the strategy serves reader-writer locks, or every `pthread_rwlock_*` call
+    /// goes to glibc's own function (for a program that also takes its rwlocks through
+    /// glibc's functions, from a plugin loaded with `RTLD_DEEPBIND`).
+    RWLOCKS = "SPINMUTEX_RWLOCKS", default "1", accepted "1 (served by the strategy) or 0 (forwarded to glibc)"
+}
+
+/// True: served by the strategy.
+pub fn parse_rwlocks(v: &[u8]) -> Result<bool, Invalid> {
+    match v {
+        b"0" => Ok(false),
+        b"1" => Ok(true),
+        _ => Err(Invalid(&RWLOCKS)),
+    }
+}
+
 // ------------------------------------------------------------------------------ tracing
 
 setting! {
@@ -493,6 +509,7 @@ pub const SETTINGS: &[&Setting] = &[
     &HANDOFF_AFTER,
     &FAIR,
     &HANDOFF_WAIT,
+    &RWLOCKS,
     &TRACE,
     &TRACE_FILE,
     &TRACE_FORMAT,
@@ -516,6 +533,7 @@ pub fn check(name: &[u8], value: &[u8]) -> Option<Result<(), Invalid>> {
         "SPINMUTEX_HANDOFF_AFTER" => ok(parse_handoff_after(value)),
         "SPINMUTEX_FAIR" => ok(parse_fair(value)),
         "SPINMUTEX_HANDOFF_WAIT" => ok(parse_handoff_wait(value)),
+        "SPINMUTEX_RWLOCKS" => ok(parse_rwlocks(value)),
         "SPINMUTEX_TRACE" => ok(parse_trace(value)),
         "SPINMUTEX_TRACE_FILE" => ok(parse_trace_file(value)),
         "SPINMUTEX_TRACE_FORMAT" => ok(parse_trace_format(value)),
@@ -683,6 +701,8 @@ pub struct LoadReport<'a> {
     pub handoff_after: u32,
     pub handoff_wait_ns: u64,
     pub fair: bool,
+    /// Reader-writer locks are served by the strategy (else forwarded to glibc).
+    pub rwlocks: bool,
     pub stats: Stats,
     /// Tracing is on (its filter was accepted).
     pub trace: bool,
@@ -695,7 +715,7 @@ impl fmt::Display for LoadReport<'_> {
         write!(
             f,
             "{LOADED} pid={} version={} strategy={} spin_limit_ns={} pause_ps={} max_spinners={} \
-             handoff_after={} handoff_wait_ns={} fair={} stats={} trace={} exe={}",
+             handoff_after={} handoff_wait_ns={} fair={} rwlocks={} stats={} trace={} exe={}",
             self.pid,
             self.version,
             self.strategy,
@@ -705,6 +725,7 @@ impl fmt::Display for LoadReport<'_> {
             self.handoff_after,
             self.handoff_wait_ns,
             u8::from(self.fair),
+            u8::from(self.rwlocks),
             self.stats.name(),
             if self.trace { "on" } else { "off" },
             self.exe
@@ -729,6 +750,7 @@ impl<'a> LoadReport<'a> {
         let handoff_after = num(field("handoff_after"))?;
         let handoff_wait_ns = num(field("handoff_wait_ns"))?;
         let fair = parse_fair(field("fair")?.as_bytes()).ok()?;
+        let rwlocks = parse_rwlocks(field("rwlocks")?.as_bytes()).ok()?;
         let stats = match field("stats")? {
             "off" => Stats::Off,
             "text" => Stats::Text,
@@ -753,6 +775,7 @@ impl<'a> LoadReport<'a> {
             handoff_after: u32::try_from(handoff_after).ok()?,
             handoff_wait_ns,
             fair,
+            rwlocks,
             stats,
             trace,
             exe,
@@ -942,6 +965,7 @@ mod tests {
             handoff_after: 2,
             handoff_wait_ns: 1_000_000,
             fair: true,
+            rwlocks: false,
             stats: Stats::Json,
             trace: false,
             exe: "/opt/my app/bin",
@@ -952,11 +976,18 @@ mod tests {
         assert_eq!(LoadReport::parse("spinmutex-loaded pid=1"), None);
         assert_eq!(LoadReport::parse(&line.replace("strategy=spin", "strategy=spinn")), None);
         assert_eq!(LoadReport::parse(&line.replace("fair=1", "fair=1 extra=2")), None);
+        assert_eq!(LoadReport::parse(&line.replace("rwlocks=0", "rwlocks=2")), None);
     }
 
     #[test]
     fn invalid_names_the_accepted_values() {
         let e = parse_fair(b"2").unwrap_err();
         assert_eq!(e.to_string(), "not valid for SPINMUTEX_FAIR (accepted: 0 or 1)");
+        let e = parse_rwlocks(b"off").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "not valid for SPINMUTEX_RWLOCKS (accepted: 1 (served by the strategy) or 0 (forwarded to glibc))"
+        );
+        assert_eq!((parse_rwlocks(b"0"), parse_rwlocks(b"1")), (Ok(false), Ok(true)));
     }
 }

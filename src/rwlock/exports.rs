@@ -1,6 +1,6 @@
 //! The `pthread_rwlock_*` symbols the preload puts in front of glibc's. Under the `glibc`
-//! strategy each forwards to glibc's own function; otherwise the rwlock's bytes are
-//! served by [`RawRwLock`]. `init` and `destroy` are always glibc's (see `mod.rs`).
+//! strategy, or with `SPINMUTEX_RWLOCKS=0`, each forwards to glibc's own function;
+//! otherwise the rwlock's bytes are served by [`RawRwLock`]. `init` and `destroy` are always glibc's (see `mod.rs`).
 //!
 //! Every entry point is one [`entry`]: a served call with statistics off takes the fast
 //! path after one test of one word. Statistics count served acquisitions and releases in
@@ -20,11 +20,11 @@ use crate::observe::{self, Mode};
 use crate::real;
 use crate::sys::{self, Deadline};
 
-/// A strategy that serves nothing (`glibc`): every call goes to glibc's own function.
-/// (Under `kernel`, rwlocks are served and sleep at once: the kernel has no spinning
-/// futex for them.)
+/// Every call goes to glibc's own function: the `glibc` strategy, or
+/// `SPINMUTEX_RWLOCKS=0`. (Under `kernel`, rwlocks are served and sleep at once: the
+/// kernel has no spinning futex for them.)
 fn forwarded() -> bool {
-    !config::row().serves
+    !config::rwlocks_served()
 }
 
 /// The application's rwlock as this library sees it.
@@ -76,7 +76,7 @@ unsafe fn entry(l: *mut pthread_rwlock_t, call: Call, clock: clockid_t, at: *con
     unsafe {
         if config::rwlock_fast_path() {
             serve(ours(l), call, clock, at)
-        } else if config::serves_nothing() && !observe::enabled() {
+        } else if config::rwlocks_forwarded() && !observe::enabled() {
             glibc(l, call, clock, at)
         } else {
             in_general(l, call, clock, at)

@@ -1,6 +1,6 @@
 //! Reader-writer locks: a `pthread_rwlock_t`'s own 56 bytes carry a protocol of this
-//! library's design, served under the `futex` and `spin` strategies (`glibc` forwards
-//! every call, as for mutexes).
+//! library's design, served under every strategy but `glibc`, which forwards every call
+//! to glibc, as for mutexes (so does `SPINMUTEX_RWLOCKS=0`, whatever the strategy).
 //!
 //! # Why the bytes may carry our own protocol
 //!
@@ -15,7 +15,9 @@
 //! (nscd uses rwlocks, but it is a separate program.) So as long as every entry point
 //! that touches an application rwlock is ours, the bytes can mean what we say. (A
 //! plugin loaded with `RTLD_DEEPBIND` reaches glibc's functions ahead of ours: an rwlock
-//! it shares with the rest of the program breaks. docs/DESIGN.md, "Known limits".)
+//! it shares with the rest of the program breaks. Such a program runs with
+//! `SPINMUTEX_RWLOCKS=0`, which forwards every rwlock call to glibc. docs/DESIGN.md,
+//! "Known limits".)
 //!
 //! # The 56 bytes (x86-64, `sysdeps/x86/nptl/bits/struct_rwlock.h`)
 //!
@@ -378,17 +380,17 @@ impl RawRwLock {
     }
 
     /// Whether readers may hold the lock, under the protocol in force: ours, or glibc's
-    /// (whose `__readers` counts readers from bit 3) when the strategy forwards.
+    /// (whose `__readers` counts readers from bit 3) when rwlocks are forwarded.
     fn held_by_readers(&self) -> bool {
         let state = self.state.load(Relaxed);
-        if crate::config::row().serves {
+        if crate::config::rwlocks_served() {
             readers(state) != 0
         } else {
             gate(state) >> GLIBC_READER_SHIFT != 0
         }
     }
 
-    /// Under glibc's protocol (the strategy forwards): whether glibc's bytes say a
+    /// Under glibc's protocol (rwlocks forwarded): whether glibc's bytes say a
     /// caller that wants `mode` would have to wait. A reader waits in a write phase with
     /// the write lock held; a writer, while the write lock is held or readers are in
     /// (glibc 2.36's `nptl/pthread_rwlock_common.c`). An estimate, taken on entry, as for

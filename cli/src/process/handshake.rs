@@ -122,7 +122,8 @@ mod tests {
     fn reads_lines_without_waiting_for_writers_to_close() {
         let mut pipe = Pipe::new().unwrap();
         let line = "spinmutex-loaded pid=9 version=0.1.0 strategy=spin spin_limit_ns=8000 pause_ps=30000 \
-                    max_spinners=0 handoff_after=2 handoff_wait_ns=1000000 fair=0 stats=off trace=off exe=/x y\n";
+                    max_spinners=0 handoff_after=2 handoff_wait_ns=1000000 fair=0 rwlocks=1 stats=off trace=off \
+                    exe=/x y\n";
         // bash: dash redirects only descriptors 0 to 9.
         let mut cmd = Command::new("bash");
         // The background sleep keeps the write end open after the shell exits.

@@ -90,6 +90,12 @@ pub struct LibSettings {
           value_parser = setting(names::parse_fair))]
     pub fair: Option<Given<bool>>,
 
+    /// Reader-writer locks: 1, served by the strategy, or 0, every pthread_rwlock_* call
+    /// forwarded to glibc (for a program that also takes an rwlock through glibc's own
+    /// functions, such as a plugin loaded with RTLD_DEEPBIND) [SPINMUTEX_RWLOCKS]
+    #[arg(long, value_name = "0|1", value_parser = setting(names::parse_rwlocks))]
+    pub rwlocks: Option<Given<bool>>,
+
     /// Trace slow-path decisions: a filter such as debug or spinmutex=trace [SPINMUTEX_TRACE]
     #[arg(long, value_name = "FILTER", value_parser = trace_directive)]
     pub trace: Option<Given<String>>,
@@ -137,6 +143,7 @@ impl LibSettings {
         push(&names::HANDOFF_AFTER, self.handoff_after.as_ref().map(|g| &g.raw));
         push(&names::HANDOFF_WAIT, self.handoff_wait.as_ref().map(|g| &g.raw));
         push(&names::FAIR, self.fair.as_ref().map(|g| &g.raw));
+        push(&names::RWLOCKS, self.rwlocks.as_ref().map(|g| &g.raw));
         push(&names::TRACE, self.trace.as_ref().map(|g| &g.raw));
         push(&names::TRACE_FILE, self.trace_file.as_ref().map(|g| &g.raw));
         push(&names::TRACE_FORMAT, self.trace_format.as_ref().map(|g| &g.raw));
@@ -222,9 +229,17 @@ pub struct Effective {
     pub handoff_after: u32,
     pub handoff_wait_ns: u64,
     pub fair: bool,
+    /// Reader-writer locks are served by the strategy (else forwarded to glibc).
+    #[serde(default = "served")]
+    pub rwlocks: bool,
     pub stats: String,
     pub trace: bool,
     pub exe: String,
+}
+
+/// What a record from before `rwlocks` was reported means: served.
+fn served() -> bool {
+    true
 }
 
 impl From<&LoadReport<'_>> for Effective {
@@ -239,6 +254,7 @@ impl From<&LoadReport<'_>> for Effective {
             handoff_after: r.handoff_after,
             handoff_wait_ns: r.handoff_wait_ns,
             fair: r.fair,
+            rwlocks: r.rwlocks,
             stats: r.stats.name().to_string(),
             trace: r.trace,
             exe: r.exe.to_string(),
@@ -282,6 +298,9 @@ impl Effective {
         if spins {
             let _ = write!(line, " fair={}", u8::from(self.fair));
         }
+        if !self.rwlocks {
+            line.push_str(" rwlocks=0 (forwarded to glibc)");
+        }
         let _ = write!(line, " stats={} trace={}", self.stats, on(self.trace));
         line
     }
@@ -305,6 +324,8 @@ pub struct Expected {
     pub handoff_after: u32,
     pub handoff_wait_ns: u64,
     pub fair: bool,
+    /// Rwlocks served: the strategy serves locks and SPINMUTEX_RWLOCKS is not 0.
+    pub rwlocks: bool,
     pub stats: Stats,
     /// SPINMUTEX_TRACE is set (the library's filter parser decides if it is valid).
     pub trace: Option<String>,
@@ -356,6 +377,7 @@ impl Expected {
                 names::DEFAULT_HANDOFF_WAIT_NS,
             ),
             fair: get(&vars, &names::FAIR, names::parse_fair, false),
+            rwlocks: strategy != Strategy::Glibc && get(&vars, &names::RWLOCKS, names::parse_rwlocks, true),
             stats: get(&vars, &names::STATS, names::parse_stats, Stats::Off),
             trace: vars.get(names::TRACE.name).cloned(),
         }
@@ -383,6 +405,7 @@ impl Expected {
             Nanos(got.handoff_wait_ns).to_string(),
         );
         check(names::FAIR.name, u8::from(self.fair).to_string(), u8::from(got.fair).to_string());
+        check(names::RWLOCKS.name, u8::from(self.rwlocks).to_string(), u8::from(got.rwlocks).to_string());
         check(names::STATS.name, self.stats.name().into(), got.stats.clone());
         match (&self.trace, got.trace) {
             (Some(filter), false) => out.push(format!(
@@ -425,6 +448,8 @@ mod tests {
             "A=b=c",
             "--fair",
             "1",
+            "--rwlocks",
+            "0",
             "--",
             "prog",
         ])
@@ -434,6 +459,7 @@ mod tests {
             vec![
                 ("SPINMUTEX_SPIN_LIMIT".to_string(), "50".to_string()),
                 ("SPINMUTEX_FAIR".to_string(), "1".to_string()),
+                ("SPINMUTEX_RWLOCKS".to_string(), "0".to_string()),
                 ("SPINMUTEX_TRACE".to_string(), "debug".to_string()),
                 ("SPINMUTEX_TRACE_FILE".to_string(), "/tmp/t".to_string()),
                 ("SPINMUTEX_STATS".to_string(), "1".to_string()),
@@ -448,6 +474,7 @@ mod tests {
         let e = parse(&["--spin-limit", "10x"]).err().unwrap().to_string();
         assert!(e.contains("10x") && e.contains("an iteration count 0..1000000"), "{e}");
         assert!(parse(&["--fair", "2"]).is_err());
+        assert!(parse(&["--rwlocks", "off"]).is_err());
         assert!(parse(&["--stats", "yes"]).is_err());
         assert!(parse(&["--env", "SPINMUTEX_SPIN_LIMIT=10x"]).is_err());
         assert!(parse(&["--env", "SPINMUTEX_STRATEGY=spin"]).is_err());
@@ -473,6 +500,7 @@ mod tests {
             handoff_after: 2,
             handoff_wait_ns: 1_000_000,
             fair: false,
+            rwlocks: true,
             stats: "off".into(),
             trace: false,
             exe: "/bin/x".into(),
@@ -484,6 +512,19 @@ mod tests {
             let m = e.mismatches(&got);
             assert_eq!(m.len(), 1);
             assert!(m[0].contains("asked for spin, the library uses glibc"), "{m:?}");
+            got.strategy = "spin".into();
+            let forwarding = Expected::new(
+                Strategy::Futex,
+                &[("SPINMUTEX_SPIN_LIMIT".into(), "100".into()), ("SPINMUTEX_RWLOCKS".into(), "0".into())],
+            );
+            got.strategy = "futex".into();
+            let m = forwarding.mismatches(&got);
+            assert_eq!(m, vec!["SPINMUTEX_RWLOCKS: asked for 0, the library uses 1".to_string()]);
+            got.rwlocks = false;
+            assert!(forwarding.mismatches(&got).is_empty());
+            assert!(got.describe().contains(" rwlocks=0 (forwarded to glibc) "), "{}", got.describe());
+            assert!(!Expected::new(Strategy::Glibc, &[]).rwlocks, "glibc forwards every rwlock call");
+            got.strategy = "glibc".into();
         }
         assert!(got.describe().starts_with("strategy=glibc"));
     }
