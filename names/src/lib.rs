@@ -287,10 +287,15 @@ setting! {
 }
 
 pub fn parse_fair(v: &[u8]) -> Result<bool, Invalid> {
+    parse_switch(v, &FAIR)
+}
+
+/// `0` or `1`, the spelling of every on/off setting.
+fn parse_switch(v: &[u8], setting: &'static Setting) -> Result<bool, Invalid> {
     match v {
         b"0" => Ok(false),
         b"1" => Ok(true),
-        _ => Err(Invalid(&FAIR)),
+        _ => Err(Invalid(setting)),
     }
 }
 
@@ -303,11 +308,7 @@ setting! {
 
 /// True: served by the strategy.
 pub fn parse_rwlocks(v: &[u8]) -> Result<bool, Invalid> {
-    match v {
-        b"0" => Ok(false),
-        b"1" => Ok(true),
-        _ => Err(Invalid(&RWLOCKS)),
-    }
+    parse_switch(v, &RWLOCKS)
 }
 
 // ------------------------------------------------------------------------------ tracing
