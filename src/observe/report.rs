@@ -584,8 +584,11 @@ impl Render for Text<'_> {
     fn head(&mut self, m: &Model) {
         let o = &mut *self.out;
         o.str("spinmutex: lock statistics for pid ").num(crate::thread::pid().max(0) as u64, 0);
-        o.str(", strategy ").str(config::strategy().name()).str(": ");
-        o.num(m.classes_used as u64, 0).str(" classes");
+        o.str(", strategy ").str(config::strategy().name());
+        if config::row().serves && !config::rwlocks_served() {
+            o.str(" (rwlocks forwarded to glibc)");
+        }
+        o.str(": ").num(m.classes_used as u64, 0).str(" classes");
         if m.rwlock_classes > 0 {
             o.str(" (").num(m.rwlock_classes as u64, 0).str(" of rwlocks)");
         }
@@ -779,7 +782,9 @@ impl Json<'_> {
 impl Render for Json<'_> {
     fn head(&mut self, m: &Model) {
         self.out.str("{\"pid\":").num(crate::thread::pid().max(0) as u64, 0);
-        self.out.str(",\"strategy\":\"").str(config::strategy().name()).str("\",\"slots\":");
+        self.out.str(",\"strategy\":\"").str(config::strategy().name());
+        let rwlocks = if config::rwlocks_served() { "served" } else { "forwarded" };
+        self.out.str("\",\"rwlocks\":\"").str(rwlocks).str("\",\"slots\":");
         self.out
             .num(table::classes().len() as u64, 0)
             .str(",\"classes_used\":")

@@ -345,6 +345,10 @@ pub struct Totals {
 pub struct ProcessReport {
     pub pid: u64,
     pub strategy: String,
+    /// `served` or `forwarded` (to glibc: the `glibc` strategy, or SPINMUTEX_RWLOCKS=0);
+    /// absent from reports of libraries older than the setting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rwlocks: Option<String>,
     pub slots: u64,
     pub classes_used: u64,
     pub classes: Vec<Class>,

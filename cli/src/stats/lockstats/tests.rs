@@ -72,6 +72,13 @@ fn text_has_the_rows_and_unnamed_frames_as_module_offset() {
     assert!(!text.contains("warning"), "{text}");
     let note = render_names_note(std::slice::from_ref(&r));
     assert!(note.contains("cannot be read") && note.contains("To get names"), "{note}");
+    // A report without `rwlocks` (an older library) says nothing of them; one whose
+    // rwlocks went to glibc under a serving strategy says so.
+    assert!(text.contains("strategy spin: "), "{text}");
+    r.rwlocks = Some("forwarded".into());
+    assert!(render_text(&r).contains("strategy spin (rwlocks forwarded to glibc): "));
+    r.strategy = "glibc".into();
+    assert!(render_text(&r).contains("strategy glibc: "));
 }
 
 #[test]

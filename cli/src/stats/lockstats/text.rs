@@ -66,10 +66,13 @@ pub fn render_text(r: &ProcessReport) -> String {
         None => format!("pid {}", r.pid),
     };
     let t = &r.totals;
+    let strategy = match r.rwlocks.as_deref() {
+        Some("forwarded") if r.strategy != "glibc" => format!("{} (rwlocks forwarded to glibc)", r.strategy),
+        _ => r.strategy.clone(),
+    };
     let _ = writeln!(
         out,
-        "== Lock statistics of {who}, strategy {}: {} class{}, {} lock{} made ({} live); {} acquisitions, {} contended ==",
-        r.strategy,
+        "== Lock statistics of {who}, strategy {strategy}: {} class{}, {} lock{} made ({} live); {} acquisitions, {} contended ==",
         r.classes_used,
         if r.classes_used == 1 { "" } else { "es" },
         t.mutexes,
