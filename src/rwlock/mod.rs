@@ -206,7 +206,7 @@ mod policy;
 mod wait;
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64};
 use libc::{c_int, pthread_rwlock_t};
 
 use crate::observe::{self, Mode};
@@ -274,7 +274,7 @@ fn idle(state: u64) -> bool {
 #[repr(C)]
 pub struct RawRwLock {
     state: AtomicU64,
-    _glibc_futexes: [AtomicU32; 2],
+    glibc_futexes: [AtomicU32; 2],
     spins: AtomicU32,
     _pad4: AtomicU32,
     cur_writer: AtomicI32,
@@ -329,6 +329,29 @@ impl GateAddr {
 }
 
 impl RawRwLock {
+    /// A thread is about to sleep on the lock, in `mode`: the trace hears of it. And if
+    /// glibc's own rwlock functions have written the lock, the user does, once per
+    /// process, on standard error, with what to do: this protocol never writes glibc's
+    /// `__wrphase_futex` and `__writers_futex`, and glibc's sets one while a writer holds
+    /// the lock or waits for it. Only a caller that reaches glibc's functions directly
+    /// does that (a plugin loaded with `RTLD_DEEPBIND`, or, on a process-shared lock, a
+    /// process without this library), and the two protocols do not mix: the program may
+    /// hang (docs/DESIGN.md, "Known limits").
+    fn going_to_sleep(&self, mode: Mode) {
+        static WARNED: AtomicBool = AtomicBool::new(false);
+        let glibc_took_it = self.glibc_futexes.iter().any(|w| w.load(Relaxed) != 0);
+        if glibc_took_it && !WARNED.swap(true, Relaxed) {
+            crate::config::note(format_args!(
+                "rwlock {:#x} is also taken through glibc's own pthread_rwlock functions (by a \
+                 plugin loaded with RTLD_DEEPBIND, or a process without this library?), whose \
+                 protocol does not mix with this library's: the program may hang; \
+                 SPINMUTEX_RWLOCKS=0 sends every rwlock call to glibc",
+                self.addr()
+            ));
+        }
+        observe::rw_sleeping(self.addr(), mode);
+    }
+
     /// # Safety
     /// `l` must point to a live `pthread_rwlock_t` for the returned lifetime.
     #[inline]

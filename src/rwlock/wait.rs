@@ -224,7 +224,7 @@ fn sleep_read(lock: &RawRwLock, deadline: Option<&Deadline>) -> Result<u32, c_in
         // Blocked only by queued writers while nobody holds the lock: one of them is about
         // to take it, unless they are gone (see "No handoff, and leaving a wait").
         let held_back_by_queue = idle(state);
-        observe::rw_sleeping(lock.addr(), Mode::Read);
+        lock.going_to_sleep(Mode::Read);
         sleeps += 1;
         let r = if held_back_by_queue {
             sleep_for_grace(addr, gate(waiting), READER_QUEUE)
@@ -286,7 +286,7 @@ fn sleep_write(lock: &RawRwLock, deadline: Option<&Deadline>, mut registered: bo
         // within microseconds, unless they are gone (a reader that left its wait with
         // `siglongjmp`), which the grace period tells.
         let held_back_by_woken_readers = idle(state);
-        observe::rw_sleeping(lock.addr(), Mode::Write);
+        lock.going_to_sleep(Mode::Write);
         sleeps += 1;
         let r = if held_back_by_woken_readers {
             sleep_for_grace(addr, gate(waiting), WRITER_QUEUE)
