@@ -1,6 +1,7 @@
 //! The `pthread_rwlock_*` symbols the preload puts in front of glibc's. Under the `glibc`
 //! strategy, or with `SPINMUTEX_RWLOCKS=0`, each forwards to glibc's own function;
-//! otherwise the rwlock's bytes are served by [`RawRwLock`]. `init` and `destroy` are always glibc's (see `mod.rs`).
+//! otherwise the rwlock's bytes are served by [`RawRwLock`]. `init` and `destroy` are
+//! always glibc's (see `mod.rs`).
 //!
 //! Every entry point is one [`entry`]: a served call with statistics off takes the fast
 //! path after one test of one word. Statistics count served acquisitions and releases in
