@@ -230,16 +230,10 @@ pub struct Effective {
     pub handoff_wait_ns: u64,
     pub fair: bool,
     /// Reader-writer locks are served by the strategy (else forwarded to glibc).
-    #[serde(default = "served")]
     pub rwlocks: bool,
     pub stats: String,
     pub trace: bool,
     pub exe: String,
-}
-
-/// What a record from before `rwlocks` was reported means: served.
-fn served() -> bool {
-    true
 }
 
 impl From<&LoadReport<'_>> for Effective {
