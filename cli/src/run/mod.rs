@@ -217,6 +217,16 @@ impl Drop for StatsFile {
 /// loaded the library in this run, with their call sites named.
 fn print_statistics(stats: &StatsFile, json: bool, sort: Sort, loads: &[crate::Effective]) {
     let file = stats.path();
+    // A FIFO, a pipe (`/dev/stdout` under `| jq`) or a device cannot be read back: its
+    // reader has the report, and reading would wait for a writer that never comes.
+    if std::fs::metadata(file).is_ok_and(|m| !m.is_file()) {
+        eprintln!(
+            "spinmutex run: {} is not a regular file, so the statistics written to it are not \
+             read back (--stats-file - puts the report on standard output)",
+            file.display()
+        );
+        return;
+    }
     let mut loaded = report::Loaded { sort, ..Default::default() };
     let read = std::fs::File::open(file)
         .and_then(|f| loaded.read(&file.display().to_string(), std::io::BufReader::new(f)));

@@ -99,6 +99,7 @@ fn main() -> std::process::ExitCode {
         errors_name_the_real_cause,
         report_fails_loudly_on_a_file_without_reports_or_events,
         run_stats_file_dash_pipes_the_report_alone,
+        run_stats_file_that_is_a_fifo_is_not_read_back,
         ab_json_dash_writes_json_alone_on_stdout,
         bench_json_dash_writes_json_alone_on_stdout,
         classes_are_labelled_by_their_real_maker_and_caller,

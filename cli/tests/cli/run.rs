@@ -235,6 +235,31 @@ pub(crate) fn run_stats_file_dash_pipes_the_report_alone() {
     assert_eq!(code(&o), Some(2), "--stats-file - without --stats: {o:?}");
 }
 
+/// `--stats-file` naming a FIFO: the library writes the report into it for its reader,
+/// and run, which cannot read it back (it would wait for a writer forever), says so and
+/// exits. The FIFO's read end is opened first, without blocking, as a reader would be.
+pub(crate) fn run_stats_file_that_is_a_fifo_is_not_read_back() {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("stats.fifo");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo");
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .expect("open the FIFO");
+    let program = c_test("stats_sites");
+    let o = run(&["run", "--stats", "--stats-file", fifo.to_str().unwrap(), "--", program.to_str().unwrap()]);
+    o.assert_success("run --stats --stats-file FIFO");
+    assert!(o.stderr.contains("is not a regular file, so the statistics"), "{}", o.stderr);
+    let mut report = String::new();
+    let _ = reader.read_to_string(&mut report);
+    assert!(report.contains("\"classes\""), "the FIFO's reader got no report: {report:?}");
+}
+
 /// `run --stats` of a static program says only that the library did not load.
 pub(crate) fn run_stats_of_a_static_program_names_only_the_cause() {
     let o = run(&["run", "--stats", "--", ab_tiny_static().to_str().unwrap(), "1000"]);
