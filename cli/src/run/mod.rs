@@ -41,7 +41,7 @@ use crate::Failure;
 pub struct RunArgs {
     /// The strategy: glibc, futex, spin, auto, kernel; `none` runs CMD without the library
     /// [SPINMUTEX_STRATEGY; default: the environment's, else spin]
-    #[arg(long, value_name = "S", value_parser = parse_arm)]
+    #[arg(short = 's', long, value_name = "S", value_parser = parse_arm)]
     pub strategy: Option<Arm>,
 
     /// With --stats: the order of the lock classes: wait (total time waited),

@@ -228,6 +228,10 @@ pub(crate) fn help_and_messages_speak_of_what_applies() {
             assert!(!line.contains(word), "{strategy} does not use {word}: {line}");
         }
     }
+    // `-s`, as in `ab` and `bench`.
+    let o = run(&["run", "-v", "-s", "auto", "--", "true"]);
+    o.assert_success("run -s auto");
+    assert!(o.stderr.contains("loaded in pid") && o.stderr.contains("strategy=auto "), "{}", o.stderr);
 }
 
 pub(crate) fn completions_and_man_pages_generate() {
