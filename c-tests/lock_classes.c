@@ -5,9 +5,11 @@
  *            4 threads lock and unlock at random (contended); prints the exact number
  *            of acquisitions on stdout;
  *   condvar  a thread holds a mutex for a moment, then waits 200 ms on a condition
- *            variable with it, then releases it: the time in the wait is not hold time.
+ *            variable with it, then releases it: the time in the wait is not hold time;
+ *   wrapper  two mutexes made by make() (one init call), called from two functions: two
+ *            classes of the statistics (their stacks differ), one class of `auto`'s.
  *
- * usage: lock_classes churn|condvar */
+ * usage: lock_classes churn|condvar|wrapper */
 #include "check.h"
 
 #define BATCH 8
@@ -78,11 +80,35 @@ static void condvar(void) {
     OK(pthread_cond_destroy(&cv));
 }
 
+static struct object made_here, made_there;
+
+__attribute__((noinline)) static void make_here(void) {
+    make(&made_here);
+    __asm__ volatile("" ::: "memory"); /* no tail call: this frame stays on the stack */
+}
+
+__attribute__((noinline)) static void make_there(void) {
+    make(&made_there);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void wrapper(void) {
+    make_here();
+    make_there();
+    for (int i = 0; i < 3; i++) {
+        OK(pthread_mutex_lock(&made_here.lock));
+        OK(pthread_mutex_unlock(&made_here.lock));
+        OK(pthread_mutex_lock(&made_there.lock));
+        OK(pthread_mutex_unlock(&made_there.lock));
+    }
+}
+
 int main(int argc, char **argv) {
     test_begin("lock_classes", 60);
-    if (argc < 2) fail("usage: lock_classes churn|condvar");
+    if (argc < 2) fail("usage: lock_classes churn|condvar|wrapper");
     if (strcmp(argv[1], "churn") == 0) churn();
     else if (strcmp(argv[1], "condvar") == 0) condvar();
+    else if (strcmp(argv[1], "wrapper") == 0) wrapper();
     else fail("unknown mode %s", argv[1]);
     return 0;
 }

@@ -252,6 +252,21 @@ fn destroyed_mutexes_are_kept_in_their_class() {
     }
 }
 
+/// Two mutexes made by one function's `pthread_mutex_init`, called from two places: two
+/// classes of the statistics (four frames), one of `auto`'s (the init call alone), which
+/// the text report says at each of them, and only under `auto`.
+fn classes_made_by_one_init_call_share_one_auto_class() {
+    for strategy in ["auto", "spin"] {
+        let out = run("lock_classes", &["wrapper"], strategy, &[("SPINMUTEX_STATS", "1")]);
+        let rows: Vec<&str> = out.stderr.lines().filter(|l| l.contains("init at lock_classes+0x")).collect();
+        assert_eq!(rows.len(), 2, "{strategy}: two classes expected:\n{}", out.stderr);
+        for row in rows {
+            let shared = row.contains("; one auto class with 1 other class made at this init call]");
+            assert_eq!(shared, strategy == "auto", "{strategy}: {row}");
+        }
+    }
+}
+
 /// Two plugins loaded and unloaded in turn, the second where the first was (so their
 /// mutexes are made from the same addresses): two classes, one per plugin, since a class
 /// is a place in a module, not an address.
@@ -547,6 +562,7 @@ fn main() -> std::process::ExitCode {
         report_lists_the_hot_class_first_with_its_call_site,
         json_report_parses_and_adds_up,
         destroyed_mutexes_are_kept_in_their_class,
+        classes_made_by_one_init_call_share_one_auto_class,
         modules_loaded_at_one_address_keep_their_own_classes,
         hold_time_leaves_out_condition_variable_waits,
         json_report_is_valid_for_any_module_name,

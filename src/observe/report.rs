@@ -477,6 +477,13 @@ fn policy_of(key: usize) -> Option<&'static crate::auto::Class> {
     crate::auto::find(key)
 }
 
+/// The other classes (of the statistics: four frames) made by the init call `call`,
+/// which `auto` classes by that call alone: they share its policy.
+fn made_at_the_same_call(call: usize) -> usize {
+    let same = |c: &Class| c.origin.load(Relaxed) == table::BY_INIT && c.frames[0].load(Relaxed) == call;
+    table::classes().iter().filter(|c| same(c)).count().saturating_sub(1)
+}
+
 fn origin_name(class: &Class) -> &'static str {
     match class.origin.load(Relaxed) {
         table::BY_INIT => "init",
@@ -557,7 +564,15 @@ impl Text<'_> {
             (false, false) => ", not judged yet",
         };
         self.out.str("  [auto: ").str(c.mode().name()).str(how);
-        self.out.str("; contended served spinning ").num(spin, 0).str(", sleeping ").num(sleep, 0).str("]");
+        self.out.str("; contended served spinning ").num(spin, 0).str(", sleeping ").num(sleep, 0);
+        match made_at_the_same_call(key) {
+            0 => {}
+            n => {
+                self.out.str("; one auto class with ").num(n as u64, 0).str(" other class");
+                self.out.str(if n == 1 { "" } else { "es" }).str(" made at this init call");
+            }
+        }
+        self.out.str("]");
     }
 
     /// An rwlock's figures per mode, one line each under its row.

@@ -153,6 +153,7 @@ pub fn render_text(r: &ProcessReport) -> String {
     }
     if !r.classes.is_empty() {
         let _ = writeln!(out, "\nCall stacks of the classes (innermost first):");
+        let auto_classes = auto_classes(&r.classes);
         for c in &r.classes {
             let how = match (c.origin.as_str(), c.is_rwlock()) {
                 ("init", false) => "made by pthread_mutex_init",
@@ -181,6 +182,13 @@ pub fn render_text(r: &ProcessReport) -> String {
             for (mutex, extra) in policies {
                 if let Some(line) = policy_line(extra) {
                     let whose = mutex.map_or(String::new(), |m| format!(" (mutex {m})"));
+                    let line = match (mutex, auto_classes.get(&c.rank)) {
+                        (None, Some((first, _))) if *first != c.rank => {
+                            format!("#{first}'s, one auto class with it (the same pthread_mutex_init call)")
+                        }
+                        (None, Some((_, shared))) => format!("{line}{shared}"),
+                        _ => line,
+                    };
                     let _ = writeln!(out, "      waiting policy under auto{whose}: {line}");
                 }
             }
@@ -238,6 +246,34 @@ pub fn render_names_note(reports: &[ProcessReport]) -> String {
     }
     let _ = writeln!(out, "To get names: {}.", symbolize::how_to_get_names());
     out
+}
+
+/// `auto` tells the classes of initialised mutexes apart by the `pthread_mutex_init`
+/// call alone (frame 0), where the statistics use four frames: the mutexes of a program
+/// that makes them all through one function of its own share one `auto` class, and one
+/// policy. For each class listed with others of the same frame 0, by rank: the first
+/// of them (whose line gives the policy) and the others.
+fn auto_classes(classes: &[Class]) -> BTreeMap<u64, (u64, String)> {
+    let mut by_call: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for c in classes.iter().filter(|c| c.origin == "init" && c.extra.contains_key("policy")) {
+        if let Some(call) = c.frames.first() {
+            by_call.entry(call.place()).or_default().push(c.rank);
+        }
+    }
+    let mut shared = BTreeMap::new();
+    for (call, ranks) in by_call.into_iter().filter(|(_, ranks)| ranks.len() > 1) {
+        let others: Vec<String> = ranks[1..].iter().map(|r| format!("#{r}")).collect();
+        let first = format!(
+            "; one auto class with {}: all were made by the pthread_mutex_init call at {call}, \
+             and auto tells classes apart by that call alone",
+            others.join(", ")
+        );
+        shared.insert(ranks[0], (ranks[0], first));
+        for &rank in &ranks[1..] {
+            shared.insert(rank, (ranks[0], String::new()));
+        }
+    }
+    shared
 }
 
 /// The `policy` object `auto` adds to a class or a statically initialised mutex, told in
