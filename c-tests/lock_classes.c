@@ -6,8 +6,8 @@
  *            of acquisitions on stdout;
  *   condvar  a thread holds a mutex for a moment, then waits 200 ms on a condition
  *            variable with it, then releases it: the time in the wait is not hold time;
- *   wrapper  two mutexes made by make() (one init call), called from two functions: two
- *            classes of the statistics (their stacks differ), one class of `auto`'s.
+ *   wrapper  three mutexes made by make() (one init call) for two callers, one of them
+ *            called from two places: three classes of the statistics, two of `auto`'s.
  *
  * usage: lock_classes churn|condvar|wrapper */
 #include "check.h"
@@ -80,26 +80,42 @@ static void condvar(void) {
     OK(pthread_cond_destroy(&cv));
 }
 
-static struct object made_here, made_there;
+static struct object here_a, here_b, there;
 
-__attribute__((noinline)) static void make_here(void) {
-    make(&made_here);
-    __asm__ volatile("" ::: "memory"); /* no tail call: this frame stays on the stack */
+/* make() is a wrapper: make_here() and make_there() call it. make_here() is called
+ * from two places, so its two mutexes are two classes of the statistics (four frames)
+ * and one of `auto`'s (the call of the wrapper). The stores after each call keep its
+ * frame on the stack (no tail calls). */
+__attribute__((noinline)) static void make_here(struct object *o) {
+    make(o);
+    o->count = 1; /* unlike make_there: the two are not folded into one function */
 }
 
-__attribute__((noinline)) static void make_there(void) {
-    make(&made_there);
-    __asm__ volatile("" ::: "memory");
+__attribute__((noinline)) static void make_there(struct object *o) {
+    make(o);
+    o->count = 2;
 }
 
+__attribute__((noinline)) static void make_here_a(void) {
+    make_here(&here_a);
+    here_a.count++;
+}
+
+__attribute__((noinline)) static void make_here_b(void) {
+    make_here(&here_b);
+    here_b.count += 2;
+}
+
+/* Each mutex is locked a different number of times (1, 2, 3), by which the test tells
+ * their classes apart. */
 static void wrapper(void) {
-    make_here();
-    make_there();
-    for (int i = 0; i < 3; i++) {
-        OK(pthread_mutex_lock(&made_here.lock));
-        OK(pthread_mutex_unlock(&made_here.lock));
-        OK(pthread_mutex_lock(&made_there.lock));
-        OK(pthread_mutex_unlock(&made_there.lock));
+    make_there(&there);
+    make_here_a();
+    make_here_b();
+    struct object *each[] = {&here_a, &here_b, &here_b, &there, &there, &there};
+    for (size_t i = 0; i < sizeof each / sizeof each[0]; i++) {
+        OK(pthread_mutex_lock(&each[i]->lock));
+        OK(pthread_mutex_unlock(&each[i]->lock));
     }
 }
 

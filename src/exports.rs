@@ -275,6 +275,9 @@ extern "C" fn constructor() {
         crate::pi::init();
     }
     crate::spin::init();
+    if config::row().learns {
+        crate::auto::init();
+    }
     real::resolve_all();
     observe::init();
     handshake::announce();

@@ -252,18 +252,32 @@ fn destroyed_mutexes_are_kept_in_their_class() {
     }
 }
 
-/// Two mutexes made by one function's `pthread_mutex_init`, called from two places: two
-/// classes of the statistics (four frames), one of `auto`'s (the init call alone), which
-/// the text report says at each of them, and only under `auto`.
-fn classes_made_by_one_init_call_share_one_auto_class() {
+/// Mutexes made by one function's `pthread_mutex_init` (a wrapper) for two callers, one
+/// of them called from two places: three classes of the statistics (four frames), two
+/// of `auto`'s (the wrapper's callers told apart). The report gives each class the
+/// policy of the `auto` class its mutexes have, and says which share one.
+fn a_wrappers_callers_are_auto_classes_of_their_own() {
+    let dir = scratch();
+    let file = dir.path().join("stats.json");
+    let env = [("SPINMUTEX_STATS", "json"), ("SPINMUTEX_STATS_FILE", file.to_str().unwrap())];
+    run("lock_classes", &["wrapper"], "auto", &env);
+    let report = json_report(&file);
+    let classes = report["classes"].as_array().unwrap();
+    let auto_class = |locked: u64| {
+        let class = classes.iter().find(|c| c["counters"]["locked"] == locked);
+        let class = class.unwrap_or_else(|| panic!("no class locked {locked} times: {report:#}"));
+        class["policy"]["class"].as_u64().unwrap_or_else(|| panic!("no policy class: {class:#}"))
+    };
+    // here_a (locked once) and here_b (twice) are made by one caller of the wrapper.
+    assert_eq!(auto_class(1), auto_class(2), "{report:#}");
+    assert_ne!(auto_class(1), auto_class(3), "the wrapper's two callers share a class: {report:#}");
     for strategy in ["auto", "spin"] {
         let out = run("lock_classes", &["wrapper"], strategy, &[("SPINMUTEX_STATS", "1")]);
-        let rows: Vec<&str> = out.stderr.lines().filter(|l| l.contains("init at lock_classes+0x")).collect();
-        assert_eq!(rows.len(), 2, "{strategy}: two classes expected:\n{}", out.stderr);
-        for row in rows {
-            let shared = row.contains("; one auto class with 1 other class made at this init call]");
-            assert_eq!(shared, strategy == "auto", "{strategy}: {row}");
-        }
+        let rows = out.stderr.lines().filter(|l| l.contains("init at lock_classes+0x")).count();
+        assert_eq!(rows, 3, "{strategy}: three classes expected:\n{}", out.stderr);
+        let shared =
+            out.stderr.lines().filter(|l| l.contains("; one auto class with 1 other class]")).count();
+        assert_eq!(shared, if strategy == "auto" { 2 } else { 0 }, "{strategy}:\n{}", out.stderr);
     }
 }
 
@@ -562,7 +576,7 @@ fn main() -> std::process::ExitCode {
         report_lists_the_hot_class_first_with_its_call_site,
         json_report_parses_and_adds_up,
         destroyed_mutexes_are_kept_in_their_class,
-        classes_made_by_one_init_call_share_one_auto_class,
+        a_wrappers_callers_are_auto_classes_of_their_own,
         modules_loaded_at_one_address_keep_their_own_classes,
         hold_time_leaves_out_condition_variable_waits,
         json_report_is_valid_for_any_module_name,

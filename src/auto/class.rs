@@ -1,14 +1,15 @@
 //! The class table: where a lock class's policy and counts live, how a mutex finds
 //! its class, and what a class learns from its spins.
 //!
-//! Under `auto` a mutex's `__spins` holds its call site's class in its high 8 bits (an
+//! Under `auto` a mutex's `__spins` holds its class in its high 8 bits (an
 //! index into a fixed table of [`CLASSES`] entries) beside its spin estimate in its low
 //! 8 (mutex.rs), for private mutexes of the normal, recursive and error-checking types.
 //! glibc's condition variables write their own estimate into an adaptive mutex's
 //! `__spins`, and in a process-shared mutex an index would mean another class in each
 //! process: those, and mutexes never initialised by a call (zeroed memory,
 //! `PTHREAD_MUTEX_INITIALIZER`, every C++ `std::mutex`), are classed by their address,
-//! and found by it on each lookup. A call site's entry is kept for good; an address
+//! and found by it on each lookup. A call site's entry (an init call's, or a wrapper's
+//! call's: wrapper.rs) is kept for good; an address
 //! class lives as long as its mutex, so a class that finds no room near its key takes
 //! over the entry of an address class not looked up lately ([`class_for_key`]: a
 //! program that makes and frees such mutexes all the time would otherwise fill the
@@ -20,6 +21,7 @@ use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 
 use super::experiment::{EXPERIMENT, HOT};
+use super::wrapper::{self, Site};
 use super::{Because, Mode};
 use crate::mutex::{kind, RawMutex};
 use crate::spin::SpinTarget;
@@ -51,6 +53,8 @@ pub(super) const PROBES_WIN: (u32, u32) = (1, 8);
 pub struct Class {
     pub(super) policy: Policy,
     pub(super) counts: Counts,
+    /// An init call site's callers (wrapper.rs).
+    pub(super) site: Site,
 }
 
 #[repr(align(64))]
@@ -121,6 +125,7 @@ impl Class {
                 checks_passed: AtomicU32::new(0),
                 served: [AtomicU64::new(0), AtomicU64::new(0)],
             },
+            site: Site::new(),
         }
     }
 
@@ -141,6 +146,7 @@ impl Class {
         for served in &c.served {
             served.store(0, Relaxed);
         }
+        self.site.reset();
     }
 
     pub fn key(&self) -> usize {
@@ -243,7 +249,7 @@ impl Class {
             && contended.saturating_mul(4) >= leader.counts.contended.load(Relaxed)
     }
 
-    pub(super) fn index(&self) -> usize {
+    pub fn index(&self) -> usize {
         (self as *const Class as usize - TABLE.as_ptr() as usize) / core::mem::size_of::<Class>()
     }
 
@@ -407,12 +413,29 @@ fn keeps_link(m: &RawMutex) -> bool {
 }
 
 /// `pthread_mutex_init` made `m`, called from `caller`: its class is the call site's,
-/// and it starts from the estimate the class's mutexes last learned.
+/// or where the site is a wrapper, the class of the wrapper's call (wrapper.rs); it
+/// starts from the estimate the class's mutexes last learned.
 pub fn born(m: &RawMutex, caller: usize) {
     if keeps_link(m) {
-        let index = class_for_key(caller, true);
+        let site = class_for_key(caller, true);
+        let index = match wrapper::wrapper_caller(&TABLE[site], caller) {
+            Some(call) => class_for_key(call, true),
+            None => site,
+        };
         m.set_class_link(index as u16);
         m.set_estimate(TABLE[index].counts.estimate.load(Relaxed));
+    }
+}
+
+/// The class of the mutexes made at the call stack `frames` (return addresses,
+/// innermost first, as the statistics keep them): the init call's, or where that call
+/// is a wrapper's, the class of the wrapper's call. (A mutex a wrapper made while it was
+/// not yet known as one, or too soon after another, has the wrapper's own.)
+pub fn class_made_at(frames: &[usize]) -> Option<&'static Class> {
+    let site = find(*frames.first()?)?;
+    match frames.get(1) {
+        Some(&call) if call != 0 && site.site.is_wrapper() => find(call).or(Some(site)),
+        _ => Some(site),
     }
 }
 

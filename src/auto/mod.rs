@@ -2,7 +2,9 @@
 //!
 //! Whether spinning pays is a property of a lock and of the machine at the moment, so
 //! the decision is made per *class*: every mutex made by one `pthread_mutex_init` call
-//! site (its return address), or, for a mutex that was never initialised by a call
+//! site (its return address), or, where that call is in a function of the program's own
+//! that makes mutexes for several callers (a wrapper), every mutex made by one call of
+//! the wrapper; for a mutex that was never initialised by a call
 //! (`PTHREAD_MUTEX_INITIALIZER`), the mutex itself. A new mutex of a known class starts
 //! in its class's mode, with the spin estimate its class's mutexes last learned.
 //!
@@ -99,6 +101,7 @@
 //!
 //! * [`class`]: the fixed table of classes, how a mutex finds its class, and what a
 //!   class learns from its spins (1. above).
+//! * [`wrapper`]: which class a mutex made by a wrapper takes.
 //! * [`experiment`]: the A/B experiments, one at a time, and their checks (2. above).
 //! * Here: the two modes, and what the waiting code of mutex.rs asks of `auto` on each
 //!   contended acquisition (the budget of a spin, its outcome, the acquisition), of
@@ -126,6 +129,7 @@
 
 mod class;
 mod experiment;
+mod wrapper;
 
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -134,9 +138,10 @@ use crate::observe;
 use crate::spin::{self, SpinTarget};
 
 use class::class_of;
-pub use class::{born, find, Class, CLASSES};
+pub use class::{born, class_made_at, find, Class, CLASSES};
 use experiment::experiment_step;
 pub use experiment::{after_fork_in_child, count, measuring, Because, Phase};
+pub use wrapper::init;
 
 /// In sleep mode, one contended acquisition of a thread in this many spins as a probe
 /// (a multiple of [`SAMPLE`]: every probe is sampled).

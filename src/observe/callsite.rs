@@ -62,11 +62,17 @@ unsafe extern "C" fn find_ours(info: *mut libc::dl_phdr_info, _size: usize, _dat
 
 /// The caller's stack outside this library, innermost first; unused entries are 0.
 pub fn capture() -> [usize; FRAMES] {
-    let mut raw = [core::ptr::null_mut(); 12];
-    // SAFETY: backtrace writes at most 12 entries into our array.
-    let n = unsafe { libc::backtrace(raw.as_mut_ptr(), raw.len() as c_int) }.max(0) as usize;
+    outside::<12, FRAMES>()
+}
+
+/// The first `N` frames outside this library, of the innermost `RAW` (ours included:
+/// the unwinding costs per frame); unused entries are 0.
+pub fn outside<const RAW: usize, const N: usize>() -> [usize; N] {
+    let mut raw = [core::ptr::null_mut(); RAW];
+    // SAFETY: backtrace writes at most RAW entries into our array.
+    let n = unsafe { libc::backtrace(raw.as_mut_ptr(), RAW as c_int) }.max(0) as usize;
     let ours = OURS[0].load(Relaxed)..OURS[1].load(Relaxed);
-    let mut frames = [0; FRAMES];
+    let mut frames = [0; N];
     let outside = raw[..n].iter().map(|f| *f as usize).skip_while(|f| ours.contains(f));
     for (slot, frame) in frames.iter_mut().zip(outside) {
         *slot = frame;

@@ -14,7 +14,7 @@
 //! the condition-variable wrappers in `exports` report the wait's start as a release
 //! and its end as an acquisition.
 
-mod callsite;
+pub(crate) mod callsite;
 mod output;
 mod report;
 mod table;

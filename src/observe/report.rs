@@ -469,7 +469,7 @@ impl TypeName {
     }
 }
 
-/// Under `auto`, the learning class with `key`, if any.
+/// Under `auto`, the learning class with `key` (a mutex's address), if any.
 fn policy_of(key: usize) -> Option<&'static crate::auto::Class> {
     if !config::row().learns {
         return None;
@@ -477,10 +477,18 @@ fn policy_of(key: usize) -> Option<&'static crate::auto::Class> {
     crate::auto::find(key)
 }
 
-/// The other classes (of the statistics: four frames) made by the init call `call`,
-/// which `auto` classes by that call alone: they share its policy.
-fn made_at_the_same_call(call: usize) -> usize {
-    let same = |c: &Class| c.origin.load(Relaxed) == table::BY_INIT && c.frames[0].load(Relaxed) == call;
+/// Under `auto`, the learning class of the mutexes of `class`, if any.
+fn policy_of_class(class: &Class) -> Option<&'static crate::auto::Class> {
+    if !config::row().learns || class.origin.load(Relaxed) != table::BY_INIT {
+        return None;
+    }
+    crate::auto::class_made_at(&class.frames.each_ref().map(|f| f.load(Relaxed)))
+}
+
+/// How many other classes of the statistics (four frames) share `auto`'s class `of`,
+/// which tells classes apart by less (the init call, or a wrapper's call).
+fn sharing(of: &crate::auto::Class) -> usize {
+    let same = |c: &Class| policy_of_class(c).is_some_and(|p| core::ptr::eq(p, of));
     table::classes().iter().filter(|c| same(c)).count().saturating_sub(1)
 }
 
@@ -555,8 +563,8 @@ impl Text<'_> {
     /// Under `auto`, the waiting policy of the class with `key` (a call site, or a
     /// statically initialised mutex): its mode now, and the contended acquisitions each
     /// mode served.
-    fn policy(&mut self, key: usize) {
-        let Some(c) = policy_of(key) else { return };
+    fn policy(&mut self, policy: Option<&'static crate::auto::Class>, listed_as_class: bool) {
+        let Some(c) = policy else { return };
         let (spin, sleep) = c.served();
         let how = match (c.measured(), c.judged()) {
             (true, _) => ", measured",
@@ -565,11 +573,11 @@ impl Text<'_> {
         };
         self.out.str("  [auto: ").str(c.mode().name()).str(how);
         self.out.str("; contended served spinning ").num(spin, 0).str(", sleeping ").num(sleep, 0);
-        match made_at_the_same_call(key) {
+        match if listed_as_class { sharing(c) } else { 0 } {
             0 => {}
             n => {
                 self.out.str("; one auto class with ").num(n as u64, 0).str(" other class");
-                self.out.str(if n == 1 { "" } else { "es" }).str(" made at this init call");
+                self.out.str(if n == 1 { "" } else { "es" });
             }
         }
         self.out.str("]");
@@ -633,9 +641,7 @@ impl Render for Text<'_> {
             }
             pc => self.frame(pc),
         }
-        if class.origin.load(Relaxed) == table::BY_INIT {
-            self.policy(frames[0]);
-        }
+        self.policy(policy_of_class(class), true);
         self.out.str("\n");
     }
 
@@ -645,7 +651,7 @@ impl Render for Text<'_> {
         self.counters(None, &instance.total());
         self.out.str("  ").kind(lock, instance.kind.load(Relaxed), 18).str("  ").str(lock.name()).str(" ");
         self.out.hex(instance.key.load(Relaxed) as u64);
-        self.policy(instance.key.load(Relaxed));
+        self.policy(policy_of(instance.key.load(Relaxed)), false);
         self.out.str("\n");
     }
 
@@ -744,10 +750,11 @@ impl Json<'_> {
 
     /// An rwlock's `"read"` and `"write"` counter sets, after its `"counters"`.
     /// `,"policy":{...}` under `auto` (see `Text::policy`).
-    fn policy(&mut self, key: usize) {
-        let Some(c) = policy_of(key) else { return };
+    fn policy(&mut self, policy: Option<&'static crate::auto::Class>) {
+        let Some(c) = policy else { return };
         let (spin, sleep) = c.served();
-        self.out.str(",\"policy\":{\"mode\":\"").str(c.mode().name()).str("\",\"measured\":");
+        self.out.str(",\"policy\":{\"class\":").num(c.index() as u64, 0);
+        self.out.str(",\"mode\":\"").str(c.mode().name()).str("\",\"measured\":");
         self.out.str(if c.measured() { "true" } else { "false" });
         self.out.str(",\"judged\":").str(if c.judged() { "true" } else { "false" });
         self.out
@@ -827,9 +834,7 @@ impl Render for Json<'_> {
             self.frame(pc);
         }
         self.out.str("]");
-        if class.origin.load(Relaxed) == table::BY_INIT {
-            self.policy(frames[0]);
-        }
+        self.policy(policy_of_class(class));
         self.out.str(",\"instances\":[");
         self.first_instance = true;
     }
@@ -845,7 +850,7 @@ impl Render for Json<'_> {
         if lock == Lock::RwLock {
             self.mode_sets(&instance.read, &instance.counters);
         }
-        self.policy(instance.key.load(Relaxed));
+        self.policy(policy_of(instance.key.load(Relaxed)));
         self.out.str("}");
     }
 

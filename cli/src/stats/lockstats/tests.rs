@@ -123,34 +123,38 @@ fn auto_policy_lines_say_what_chose_the_mode() {
     line("auto: spin (chosen by whether its spins repay their CPU)");
 }
 
-/// Classes of the statistics made by one `pthread_mutex_init` call (four frames, the
-/// first the same) are one class under `auto`: the report says so instead of repeating
-/// one policy as if each had its own.
+/// Classes of the statistics that are one class under `auto` (the same `policy.class`;
+/// in a report without it, the same first frame): the report says so instead of
+/// repeating one policy as if each had its own.
 #[test]
-fn classes_made_by_one_init_call_are_shown_as_one_auto_class() {
-    let mut v = sample();
-    let policy = serde_json::json!({"mode": "sleep", "measured": false, "judged": true,
-        "served_spinning": 3, "served_sleeping": 9});
-    let mut other = v["classes"][0].clone();
-    other["rank"] = 3.into();
-    other["frames"][1]["offset"] = "0x2100".into(); // another caller of the same init call
-    v["classes"][0]["policy"] = policy.clone();
-    other["policy"] = policy;
-    v["classes"].as_array_mut().unwrap().push(other);
-    let Value::Object(map) = v else { unreachable!() };
-    let mut r = ProcessReport::from_map(map).unwrap();
-    r.resolve(&mut Resolver::new(vec![]));
-    let text = render_text(&r);
-    let lines: Vec<&str> = text.lines().filter(|l| l.contains("waiting policy under auto:")).collect();
-    assert_eq!(lines.len(), 2, "{text}");
-    assert!(
-        lines[0].contains(
-            "sleeping 9; one auto class with #3: all were made by the pthread_mutex_init call at prog+0x1234"
-        ),
-        "{text}"
-    );
-    assert!(
-        lines[1].ends_with("auto: #1's, one auto class with it (the same pthread_mutex_init call)"),
-        "{text}"
-    );
+fn classes_that_share_an_auto_class_are_shown_as_one() {
+    let render = |classes: [Option<u64>; 2]| {
+        let mut v = sample();
+        let mut other = v["classes"][0].clone();
+        other["rank"] = 3.into();
+        other["frames"][1]["offset"] = "0x2100".into(); // another caller of the same init call
+        v["classes"].as_array_mut().unwrap().push(other);
+        for (i, class) in [(0, classes[0]), (2, classes[1])] {
+            let mut policy = serde_json::json!({"mode": "sleep", "measured": false, "judged": true,
+                "served_spinning": 3, "served_sleeping": 9});
+            if let Some(index) = class {
+                policy["class"] = index.into();
+            }
+            v["classes"][i]["policy"] = policy;
+        }
+        let Value::Object(map) = v else { unreachable!() };
+        let mut r = ProcessReport::from_map(map).unwrap();
+        r.resolve(&mut Resolver::new(vec![]));
+        render_text(&r)
+    };
+    for classes in [[None, None], [Some(5), Some(5)]] {
+        let text = render(classes);
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains("waiting policy under auto:")).collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].contains("sleeping 9; one auto class with #3 (auto classes a mutex by"), "{text}");
+        assert!(lines[1].ends_with("auto: #1's, one auto class with it"), "{text}");
+    }
+    // Two auto classes (a wrapper's callers told apart), whatever the first frame.
+    let text = render([Some(5), Some(6)]);
+    assert!(!text.contains("one auto class"), "{text}");
 }

@@ -184,7 +184,7 @@ pub fn render_text(r: &ProcessReport) -> String {
                     let whose = mutex.map_or(String::new(), |m| format!(" (mutex {m})"));
                     let line = match (mutex, auto_classes.get(&c.rank)) {
                         (None, Some((first, _))) if *first != c.rank => {
-                            format!("#{first}'s, one auto class with it (the same pthread_mutex_init call)")
+                            format!("#{first}'s, one auto class with it")
                         }
                         (None, Some((_, shared))) => format!("{line}{shared}"),
                         _ => line,
@@ -248,24 +248,29 @@ pub fn render_names_note(reports: &[ProcessReport]) -> String {
     out
 }
 
-/// `auto` tells the classes of initialised mutexes apart by the `pthread_mutex_init`
-/// call alone (frame 0), where the statistics use four frames: the mutexes of a program
-/// that makes them all through one function of its own share one `auto` class, and one
-/// policy. For each class listed with others of the same frame 0, by rank: the first
-/// of them (whose line gives the policy) and the others.
+/// `auto` classes an initialised mutex by less than the statistics' four frames: by its
+/// `pthread_mutex_init` call, or, where a function of the program's own makes mutexes
+/// for several callers, by the call of that function. Classes listed here that share
+/// one `auto` class (the `policy` object's `class`; in a report without it, the first
+/// frame) share its policy. For each of them, by rank: the first of them (whose line
+/// gives the policy) and what to add to its line.
 fn auto_classes(classes: &[Class]) -> BTreeMap<u64, (u64, String)> {
-    let mut by_call: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for c in classes.iter().filter(|c| c.origin == "init" && c.extra.contains_key("policy")) {
-        if let Some(call) = c.frames.first() {
-            by_call.entry(call.place()).or_default().push(c.rank);
-        }
+    let mut by_class: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for c in classes.iter().filter(|c| c.origin == "init") {
+        let Some(policy) = c.extra.get("policy") else { continue };
+        let key = match (policy.get("class").and_then(|v| v.as_u64()), c.frames.first()) {
+            (Some(index), _) => format!("class {index}"),
+            (None, Some(call)) => call.place(),
+            (None, None) => continue,
+        };
+        by_class.entry(key).or_default().push(c.rank);
     }
     let mut shared = BTreeMap::new();
-    for (call, ranks) in by_call.into_iter().filter(|(_, ranks)| ranks.len() > 1) {
+    for ranks in by_class.into_values().filter(|ranks| ranks.len() > 1) {
         let others: Vec<String> = ranks[1..].iter().map(|r| format!("#{r}")).collect();
         let first = format!(
-            "; one auto class with {}: all were made by the pthread_mutex_init call at {call}, \
-             and auto tells classes apart by that call alone",
+            "; one auto class with {} (auto classes a mutex by its pthread_mutex_init call, or by \
+             the call of the program's function that makes it, where several places call that)",
             others.join(", ")
         );
         shared.insert(ranks[0], (ranks[0], first));
