@@ -7,6 +7,9 @@
  *   rwlock    the same for an rwlock: a contended pthread_rwlock_wrlock + unlock, then a
  *             contended pthread_rwlock_rdlock + unlock (the writer that holds it wakes
  *             the reader);
+ *   init      pthread_mutex_init through a function of the program's that two others
+ *             call (under `auto` such a call unwinds the stack: auto/wrapper.rs); the
+ *             warm figure is the deeper of the second and third inits;
  *   handler   SIGUSR2 sent to the thread itself: with SPINMUTEX_STATS on, the library's
  *             on-demand report runs on the thread's stack. The depth of a do-nothing
  *             handler (SIGUSR1) is subtracted, which leaves out the kernel's signal
@@ -17,7 +20,7 @@
  * A thread with PTHREAD_STACK_MIN bytes of stack and 4 KiB of its own data also runs
  * both, which must not crash.
  *
- * usage: stack_depth lock|rwlock|handler [LIMIT] */
+ * usage: stack_depth lock|rwlock|init|handler [LIMIT] */
 #include "check.h"
 
 #include <sys/mman.h>
@@ -105,6 +108,26 @@ static void rw_both(void) {
     with_rw_holder(rw_read_unlock);
 }
 
+static pthread_mutex_t made[2];
+static volatile int made_count;
+
+/* A wrapper of pthread_mutex_init, and its two callers (the stores keep them apart and
+ * their frames on the stack). */
+__attribute__((noinline)) static void make_one(pthread_mutex_t *p) {
+    OK(pthread_mutex_init(p, NULL));
+    made_count++;
+}
+
+__attribute__((noinline)) static void init_here(void) {
+    make_one(&made[0]);
+    made_count += 2;
+}
+
+__attribute__((noinline)) static void init_there(void) {
+    make_one(&made[1]);
+    made_count += 3;
+}
+
 static void report_signal(void) { pthread_kill(pthread_self(), SIGUSR2); }
 static void quiet_signal(void) { pthread_kill(pthread_self(), SIGUSR1); }
 
@@ -142,6 +165,10 @@ static void *measure(void *arg) {
         rw_read_unlock();
         j->cold = rw_depth();
         j->warm = rw_depth();
+    } else if (strcmp(j->mode, "init") == 0) {
+        j->cold = depth_of(init_here);
+        long second = depth_of(init_there), third = depth_of(init_here);
+        j->warm = second > third ? second : third;
     } else {
         /* Give the report something to list: a contended mutex and a contended rwlock,
          * with call sites. */
@@ -164,13 +191,17 @@ static void *small(void *arg) {
     memset((char *)data, 1, sizeof data);
     if (strcmp((const char *)arg, "lock") == 0) lock_unlock();
     else if (strcmp((const char *)arg, "rwlock") == 0) rw_both();
+    else if (strcmp((const char *)arg, "init") == 0) {
+        init_there();
+        init_here();
+    }
     else report_signal();
     return (void *)(long)data[100];
 }
 
 int main(int argc, char **argv) {
     test_begin("stack_depth", 30);
-    if (argc < 2) fail("usage: stack_depth lock|rwlock|handler [LIMIT]");
+    if (argc < 2) fail("usage: stack_depth lock|rwlock|init|handler [LIMIT]");
     long limit = argc > 2 ? atol(argv[2]) : 1024;
     signal(SIGUSR1, on_usr1);
     /* Without the library's report handler (no preload, or statistics off) SIGUSR2
