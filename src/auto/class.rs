@@ -419,7 +419,11 @@ pub fn born(m: &RawMutex, caller: usize) {
     if keeps_link(m) {
         let site = class_for_key(caller, true);
         let index = match wrapper::wrapper_caller(&TABLE[site], caller) {
-            Some(call) => class_for_key(call, true),
+            Some(call) => match find(call) {
+                Some(class) => class.index(),
+                None if wrapper::may_add_class() => class_for_key(call, true),
+                None => site,
+            },
             None => site,
         };
         m.set_class_link(index as u16);

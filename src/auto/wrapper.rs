@@ -19,6 +19,11 @@
 //! it, and a mutex made in between takes the wrapper's own class, as every mutex would
 //! without this. Nothing unwinds before the library's constructor has loaded the
 //! unwinder ([`init`]), nor on the uncontended path: only `pthread_mutex_init` does.
+//!
+//! A call site's entry in the class table is kept for good, and a program may call its
+//! wrappers from hundreds of places: the wrappers' callers take at most
+//! [`CALLER_CLASSES`] entries, so that the table keeps room for other classes (every
+//! C++ `std::mutex` is one); past that, a mutex takes its wrapper's class.
 
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
@@ -34,8 +39,18 @@ const RECHECK: u32 = 64;
 /// Least time between two unwinds at one call site after its first [`LEARN`] inits.
 const GAP_NS: u64 = 50_000;
 
+/// Most entries of the class table that wrappers' callers may take.
+const CALLER_CLASSES: u32 = (super::CLASSES / 2) as u32;
+
 /// The unwinder is loaded and this library's address range known.
 static READY: AtomicBool = AtomicBool::new(false);
+/// Entries taken (or about to be) by wrappers' callers.
+static CALLERS: AtomicU32 = AtomicU32::new(0);
+
+/// A wrapper's caller that has no class yet may have one (see [`CALLER_CLASSES`]).
+pub(super) fn may_add_class() -> bool {
+    CALLERS.load(Relaxed) < CALLER_CLASSES && CALLERS.fetch_add(1, Relaxed) < CALLER_CLASSES
+}
 
 /// Called by the constructor under `auto`: loads the unwinder (which allocates), so
 /// that no `pthread_mutex_init` is the first to.
@@ -120,4 +135,16 @@ fn caller_of(call: usize) -> Option<usize> {
     // Ours are 2-4 frames (`pthread_mutex_init`'s, as inlining leaves them).
     let frames = callsite::outside::<7, 2>();
     (frames[0] == call && frames[1] != 0).then_some(frames[1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrappers_callers_take_at_most_half_the_table() {
+        let taken = (0..super::super::CLASSES).filter(|_| may_add_class()).count();
+        assert_eq!(taken, CALLER_CLASSES as usize);
+        CALLERS.store(0, Relaxed);
+    }
 }
