@@ -17,7 +17,9 @@
 //! and after its first [`LEARN`] inits a call site unwinds at most once per [`GAP_NS`]:
 //! a program that makes mutexes faster than that spends at most about 1% of a CPU on
 //! it, and a mutex made in between takes the wrapper's own class, as every mutex would
-//! without this. Nothing unwinds before the library's constructor has loaded the
+//! without this. (A look that comes too soon costs a clock read, about as much as the
+//! rest of an init: a wrapper whose last look came too soon looks again only at one
+//! init in [`RECHECK`].) Nothing unwinds before the library's constructor has loaded the
 //! unwinder ([`init`]), nor on the uncontended path: only `pthread_mutex_init` does.
 //!
 //! A call site's entry in the class table is kept for good, and a program may call its
@@ -69,6 +71,9 @@ pub(super) struct Site {
     wrapper: AtomicBool,
     /// When the site last unwound.
     unwound_ns: AtomicU64,
+    /// The site's last look came less than [`GAP_NS`] after the one before: it looks
+    /// again only at one init in [`RECHECK`].
+    held_back: AtomicBool,
 }
 
 impl Site {
@@ -78,6 +83,7 @@ impl Site {
             first_caller: AtomicUsize::new(0),
             wrapper: AtomicBool::new(false),
             unwound_ns: AtomicU64::new(0),
+            held_back: AtomicBool::new(false),
         }
     }
 
@@ -86,6 +92,7 @@ impl Site {
         self.first_caller.store(0, Relaxed);
         self.wrapper.store(false, Relaxed);
         self.unwound_ns.store(0, Relaxed);
+        self.held_back.store(false, Relaxed);
     }
 
     /// The site has been found to be a wrapper.
@@ -105,12 +112,19 @@ pub(super) fn wrapper_caller(site: &Class, call: usize) -> Option<usize> {
     let n = s.inits.load(Relaxed);
     s.inits.store(n.saturating_add(1), Relaxed);
     let wrapper = s.is_wrapper();
-    if !wrapper && n >= LEARN && !n.is_multiple_of(RECHECK) {
-        return None;
-    }
     if n >= LEARN {
+        // The clock costs about as much as the rest of an init: a site that is not known
+        // as a wrapper, or whose last look came too soon, reads it only now and then.
+        let seldom = !wrapper || s.held_back.load(Relaxed);
+        if seldom && !n.is_multiple_of(RECHECK) {
+            return None;
+        }
         let now = sys::now_ns();
-        if now.saturating_sub(s.unwound_ns.load(Relaxed)) < GAP_NS {
+        let too_soon = now.saturating_sub(s.unwound_ns.load(Relaxed)) < GAP_NS;
+        if too_soon != s.held_back.load(Relaxed) {
+            s.held_back.store(too_soon, Relaxed);
+        }
+        if too_soon {
             return None;
         }
         s.unwound_ns.store(now, Relaxed);
