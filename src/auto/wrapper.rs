@@ -121,9 +121,7 @@ pub(super) fn wrapper_caller(site: &Class, call: usize) -> Option<usize> {
         }
         let now = sys::now_ns();
         let too_soon = now.saturating_sub(s.unwound_ns.load(Relaxed)) < GAP_NS;
-        if too_soon != s.held_back.load(Relaxed) {
-            s.held_back.store(too_soon, Relaxed);
-        }
+        s.held_back.store(too_soon, Relaxed);
         if too_soon {
             return None;
         }
