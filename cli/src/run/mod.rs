@@ -130,7 +130,7 @@ pub fn main(a: RunArgs) -> Result<u8, Failure> {
     // A library that did not load wrote no statistics: only that is said (below).
     let unloaded = arm.strategy().is_some() && done.loads.is_empty();
     if let (Some(format), Some(file), false) = (stats, &stats_file, unloaded) {
-        print_statistics(file, format == Stats::Json, a.sort, &done.loads);
+        print_statistics(file, format == Stats::Json, a.sort, &done.loads, done.termination);
     }
     if let Some(sig) = child::interrupted() {
         eprintln!("spinmutex run: interrupted by {}; {} stopped", child::signal_name(sig), a.command[0]);
@@ -215,7 +215,13 @@ impl Drop for StatsFile {
 
 /// Prints, on standard error, the statistics reports in `file` of the processes that
 /// loaded the library in this run, with their call sites named.
-fn print_statistics(stats: &StatsFile, json: bool, sort: Sort, loads: &[crate::Effective]) {
+fn print_statistics(
+    stats: &StatsFile,
+    json: bool,
+    sort: Sort,
+    loads: &[crate::Effective],
+    ended: child::Termination,
+) {
     let file = stats.path();
     // A FIFO, a pipe (`/dev/stdout` under `| jq`) or a device cannot be read back: its
     // reader has the report, and reading would wait for a writer that never comes.
@@ -247,7 +253,19 @@ fn print_statistics(stats: &StatsFile, json: bool, sort: Sort, loads: &[crate::E
     }
     loaded.resolve(&mut Resolver::default(), usize::MAX);
     if loaded.reports.is_empty() && !json {
-        eprintln!("spinmutex run: no statistics: no process of the command locked a mutex");
+        match ended {
+            // The library writes its report as the process exits: a signal that kills it
+            // leaves none, whatever it locked.
+            child::Termination::Signaled { signo, .. } => eprintln!(
+                "spinmutex run: no statistics: the command was ended by {} before it exited, \
+                 when the library writes them (SPINMUTEX_STATS_SIGNAL, SIGUSR2 by default, \
+                 makes a running process write them)",
+                child::signal_name(signo)
+            ),
+            child::Termination::Exited(_) => {
+                eprintln!("spinmutex run: no statistics: no process of the command locked a mutex")
+            }
+        }
         return;
     }
     let text = if json {

@@ -152,6 +152,19 @@ pub(crate) fn run_interrupted_stops_the_program_and_its_group() {
     assert!(o.exit_after < Duration::from_secs(10), "took {:?} to stop", o.exit_after);
 }
 
+/// `run --stats` interrupted: the program, killed by the signal, wrote no statistics
+/// (the library writes them at exit), and run says so rather than that nothing locked.
+pub(crate) fn run_stats_interrupted_says_why_there_are_none() {
+    let o = interrupt(
+        &["run", "--stats", "--", "sh", "-c", "echo started >&2; sleep 60"],
+        |err| err.contains("started"),
+        libc_signal::Signal::Term,
+    );
+    assert_eq!(o.code, Some(143), "{}", o.stderr);
+    assert!(o.stderr.contains("no statistics: the command was ended by SIGTERM"), "{}", o.stderr);
+    assert!(!o.stderr.contains("no process of the command locked"), "{}", o.stderr);
+}
+
 /// `bench --rwlock` and `bench` interrupted: the workload stops at once, the finished
 /// runs are reported and saved, marked, and the exit status is 128 + the signal.
 pub(crate) fn bench_interrupted_reports_the_finished_runs() {
