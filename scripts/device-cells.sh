@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # Why glibc's own mutex led the 16-CPU grid where it did (docs/BENCHMARKS.md, "16 CPUs"):
 # the cells it won, with the arms and the records that can tell the causes apart, in
-# one bounded run for a many-core machine (2 minutes on a 2-CPU VM, 3 with a base build):
+# one bounded run for a many-core machine (2 minutes on a 2-CPU VM and on 16 CPUs, 3 with
+# a base build):
 #
 #   scripts/device-cells.sh [OUT]
+#
+# Its first run on 16 CPUs (docs/BENCHMARKS.md, "the cells run") ruled out handoffs and
+# the clock read; the next one names a build with bench/variants/glibc-wait-rule.patch
+# in DEVICE_CELLS_BASE (the same page says how to build it).
 #
 # Arms, interleaved run by run, 5 runs of 300 ms per arm and cell:
 #   none       no preload (glibc against itself: what forwarding through the preload costs)
 #   glibc      the preload forwarding every call to glibc (the bench's reference arm)
 #   futex      sleep at once, with handoffs (the defaults)
-#   futex-nh   sleep at once, no handoffs (SPINMUTEX_HANDOFF_AFTER=0, _WAIT=0): the
-#              protocol glibc runs, in this library's code
+#   futex-nh   sleep at once, no handoffs (SPINMUTEX_HANDOFF_AFTER=0, _WAIT=0): glibc's
+#              protocol in this library's code, but for who takes a free lock as LOCKED
+#   futex-nw   handoffs after lost wake-ups only (SPINMUTEX_HANDOFF_WAIT=0): no clock
+#              read when a thread goes to sleep
 #   spin, auto as in the grid
 #   futex-base, spin-base, auto-base: the same under the library at DEVICE_CELLS_BASE,
-#              when that names one (an earlier build, carried beside this one)
+#              when that names one (an earlier build, or one with a variant from
+#              bench/variants/, carried beside this one)
 # Then one run per cell of `futex` and of `auto` with SPINMUTEX_STATS=json (sleeps,
 # handoffs; `auto`'s mode and the acquisitions each mode served), and one of `auto`
 # traced at info,spinmutex::auto=debug (every experiment's phases and verdict).
@@ -36,7 +44,7 @@ fi
 
 # The cells glibc won on the 16-CPU VM, and one each of spin's and futex's as controls.
 cells="shared:8:0 shared:16:0 shared:32:0 shared:32:3 alone:8:100 alone:32:100 shared:16:100 alone:8:3 alone:4:100"
-arms="none glibc futex futex-nh spin auto"
+arms="none glibc futex futex-nh futex-nw spin auto"
 base=${DEVICE_CELLS_BASE:-}
 if [ -n "$base" ]; then
     base=$(realpath "$base") || exit 1
@@ -56,6 +64,7 @@ workload() {
     case $arm in
     none) ;;
     futex-nh) env+=(SPINMUTEX_STRATEGY=futex SPINMUTEX_HANDOFF_AFTER=0 SPINMUTEX_HANDOFF_WAIT=0 LD_PRELOAD="$lib") ;;
+    futex-nw) env+=(SPINMUTEX_STRATEGY=futex SPINMUTEX_HANDOFF_WAIT=0 LD_PRELOAD="$lib") ;;
     *-base) env+=(SPINMUTEX_STRATEGY="${arm%-base}" LD_PRELOAD="$base") ;;
     *) env+=(SPINMUTEX_STRATEGY="$arm" LD_PRELOAD="$lib") ;;
     esac
