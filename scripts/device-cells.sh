@@ -19,6 +19,7 @@
 #   futex-nw   handoffs after lost wake-ups only (SPINMUTEX_HANDOFF_WAIT=0): no clock
 #              read when a thread goes to sleep
 #   spin, auto as in the grid
+#   spin-nh    spin without handoffs: a lock handed to a sleeper waits out its wake-up
 #   futex-base, spin-base, auto-base: the same under the library at DEVICE_CELLS_BASE,
 #              when that names one (an earlier build, or one with a variant from
 #              bench/variants/, carried beside this one)
@@ -44,7 +45,7 @@ fi
 
 # The cells glibc won on the 16-CPU VM, and one each of spin's and futex's as controls.
 cells="shared:8:0 shared:16:0 shared:32:0 shared:32:3 alone:8:100 alone:32:100 shared:16:100 alone:8:3 alone:4:100"
-arms="none glibc futex futex-nh futex-nw spin auto"
+arms="none glibc futex futex-nh futex-nw spin spin-nh auto"
 base=${DEVICE_CELLS_BASE:-}
 if [ -n "$base" ]; then
     base=$(realpath "$base") || exit 1
@@ -65,6 +66,7 @@ workload() {
     none) ;;
     futex-nh) env+=(SPINMUTEX_STRATEGY=futex SPINMUTEX_HANDOFF_AFTER=0 SPINMUTEX_HANDOFF_WAIT=0 LD_PRELOAD="$lib") ;;
     futex-nw) env+=(SPINMUTEX_STRATEGY=futex SPINMUTEX_HANDOFF_WAIT=0 LD_PRELOAD="$lib") ;;
+    spin-nh) env+=(SPINMUTEX_STRATEGY=spin SPINMUTEX_HANDOFF_AFTER=0 SPINMUTEX_HANDOFF_WAIT=0 LD_PRELOAD="$lib") ;;
     *-base) env+=(SPINMUTEX_STRATEGY="${arm%-base}" LD_PRELOAD="$base") ;;
     *) env+=(SPINMUTEX_STRATEGY="$arm" LD_PRELOAD="$lib") ;;
     esac
