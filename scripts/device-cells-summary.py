@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarises a scripts/device-cells.sh output folder: per cell, each arm's median
 throughput (÷ `none`), CPU and voluntary context switches per 1000 acquisitions; the
-sleeps and handoffs per 1000 acquisitions of `futex` and `auto` from their statistics;
+sleeps and handoffs per 1000 acquisitions of `futex`, `spin` and `auto` from their statistics;
 and `auto`'s verdicts from its trace.
 
     scripts/device-cells-summary.py OUT

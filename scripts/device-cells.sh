@@ -23,7 +23,7 @@
 #   futex-base, spin-base, auto-base: the same under the library at DEVICE_CELLS_BASE,
 #              when that names one (an earlier build, or one with a variant from
 #              bench/variants/, carried beside this one)
-# Then one run per cell of `futex` and of `auto` with SPINMUTEX_STATS=json (sleeps,
+# Then one run per cell of `futex`, `spin` and `auto` with SPINMUTEX_STATS=json (sleeps,
 # handoffs; `auto`'s mode and the acquisitions each mode served), and one of `auto`
 # traced at info,spinmutex::auto=debug (every experiment's phases and verdict).
 #
@@ -100,7 +100,7 @@ rounds 3 "alone:16:10@2000 alone:32:10@2000" "spin auto"
 
 # A line {"cell": ..., "arm": ...} before each report and each trace says whose it is.
 for cell in $cells; do
-    for arm in futex auto; do
+    for arm in futex spin auto; do
         echo "{\"cell\": \"$cell\", \"arm\": \"$arm\"}" >>"$out/stats.json"
         workload "$cell" "$arm" SPINMUTEX_STATS=json SPINMUTEX_STATS_FILE="$out/stats.json" >/dev/null
     done
