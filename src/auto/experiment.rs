@@ -562,8 +562,11 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
 /// fall asleep and one thread takes the lock alone, at single-thread speed; on some
 /// machines and thread counts the state lasts (sleeping then wins), on others it gives
 /// way within milliseconds to waiters that sleep and wake in turn, at a fraction of
-/// the pace. So a verdict that changed the mode is checked in the new mode: if it no
-/// longer beats the pace the old mode kept in the experiment, the class goes back.
+/// the pace. So a verdict that changed the mode is checked in the new mode: if it runs
+/// clearly (10%) slower than the old mode did in the experiment, the class goes back.
+/// Within that margin the verdict stands: it took a margin to be made (or gave up 3% of
+/// throughput for 10% of CPU on purpose), and a phase in a mode whose pace comes in
+/// bursts, as sleep mode's does, reads a few per cent either way in the same state.
 /// The first check comes soon, so that a wrong verdict costs little; a verdict that
 /// passes it is checked again once the new mode has had time to settle. A check costs
 /// no phase in the other mode. The classes' next experiment comes
@@ -574,7 +577,7 @@ pub(super) fn check(per_s: u64, now: u64) {
     for class in e.members() {
         let c = &class.counts;
         let to_beat_per_s = c.to_beat_per_s.load(Relaxed);
-        let behind = per_s < to_beat_per_s;
+        let behind = per_s * CLEARLY_FASTER.0 < to_beat_per_s * CLEARLY_FASTER.1;
         let to = if behind { before.other() } else { before };
         if behind {
             // The verdict that classes without a comparison of their own take goes too.
@@ -770,7 +773,7 @@ mod tests {
     }
 
     #[test]
-    fn a_verdict_that_changed_the_mode_is_checked_twice_and_undone_if_the_new_mode_falls_behind() {
+    fn a_verdict_that_changed_the_mode_is_checked_twice_and_undone_if_the_new_mode_falls_clearly_behind() {
         let mut storage = libc::PTHREAD_MUTEX_INITIALIZER;
         // SAFETY: `storage` is a mutex, alive for the whole test.
         let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
@@ -796,7 +799,11 @@ mod tests {
             assert_eq!(class.waiting_mode(), Mode::Sleep);
         };
         let (first, second) = (CHECK_AFTER_NS, CHECK_AFTER_NS + CHECK_AGAIN_NS);
-        // Sleep mode runs behind spin's 100/s: the class goes back to spin at once.
+        // Sleep mode runs clearly behind spin's 100/s: the class goes back to spin at
+        // once. Within 10% of it, the verdict stands.
+        changed();
+        check(95, first);
+        assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, true));
         changed();
         assert_eq!(EXPERIMENT.verdict(), Some(Mode::Sleep));
         check(90, first);

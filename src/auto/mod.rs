@@ -70,8 +70,8 @@
 //!    [`CHECK_AFTER_NS`] after it and again [`CHECK_AGAIN_NS`] later, each time by one
 //!    phase in the new mode: a millisecond phase can catch a state its mode does not
 //!    keep (a short lock's waiters all asleep, one thread taking it alone), and a new
-//!    mode that no longer beats the pace the old one kept in the experiment is undone
-//!    ([`check`]).
+//!    mode that runs clearly (10%) slower than the old one did in the experiment is
+//!    undone ([`check`]).
 //!
 //! While an experiment runs, every mutex call takes the general path (a bit of
 //! `config::fast_path_off`, the word the fast path already tests), which counts the
