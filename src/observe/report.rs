@@ -560,10 +560,10 @@ impl Text<'_> {
         self.location(call);
     }
 
-    /// Under `auto`, the waiting policy of the class with `key` (a call site, or a
-    /// statically initialised mutex): its mode now, and the contended acquisitions each
-    /// mode served.
-    fn policy(&mut self, policy: Option<&'static crate::auto::Class>, listed_as_class: bool) {
+    /// Under `auto`, the waiting policy `policy` of a class or a statically initialised
+    /// mutex: its mode now, the contended acquisitions each mode served, and how many
+    /// `others` classes listed share it.
+    fn policy(&mut self, policy: Option<&'static crate::auto::Class>, others: usize) {
         let Some(c) = policy else { return };
         let (spin, sleep) = c.served();
         let how = match (c.measured(), c.judged()) {
@@ -573,7 +573,7 @@ impl Text<'_> {
         };
         self.out.str("  [auto: ").str(c.mode().name()).str(how);
         self.out.str("; contended served spinning ").num(spin, 0).str(", sleeping ").num(sleep, 0);
-        match if listed_as_class { sharing(c) } else { 0 } {
+        match others {
             0 => {}
             n => {
                 self.out.str("; one auto class with ").num(n as u64, 0).str(" other class");
@@ -641,7 +641,8 @@ impl Render for Text<'_> {
             }
             pc => self.frame(pc),
         }
-        self.policy(policy_of_class(class), true);
+        let policy = policy_of_class(class);
+        self.policy(policy, policy.map_or(0, sharing));
         self.out.str("\n");
     }
 
@@ -651,7 +652,7 @@ impl Render for Text<'_> {
         self.counters(None, &instance.total());
         self.out.str("  ").kind(lock, instance.kind.load(Relaxed), 18).str("  ").str(lock.name()).str(" ");
         self.out.hex(instance.key.load(Relaxed) as u64);
-        self.policy(policy_of(instance.key.load(Relaxed)), false);
+        self.policy(policy_of(instance.key.load(Relaxed)), 0);
         self.out.str("\n");
     }
 
