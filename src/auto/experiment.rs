@@ -14,6 +14,13 @@ pub(super) const ROUNDS: u32 = 3;
 /// Shortest phase of an experiment: short, since the phase in the worse mode costs
 /// the program throughput.
 pub(super) const PHASE_NS: u64 = 1_000_000;
+/// Shortest phase of a check ([`check`]): longer than an experiment's, since it runs
+/// in the mode the class is in anyway, and a mode whose pace comes in bursts (sleep
+/// mode's, where a short lock alternates between one thread taking it alone and
+/// waiters that wake in turn) is then read over several of them. (`sysbench mutex`
+/// on 2 CPUs: 1 ms checks of sleep mode read 7-26 Mops/s; 4 of 16 traced runs undid a
+/// verdict that a 5 ms check, in 14 runs, never did.)
+pub(super) const CHECK_PHASE_NS: u64 = 5_000_000;
 /// Time a phase runs in its mode before it starts to measure.
 pub(super) const SETTLE_NS: u64 = 500_000;
 /// A spin phase after a sleep phase settles until the class has a (sampled) contended
@@ -38,6 +45,11 @@ const CLEARLY_WORSE: (u64, u64) = (80, 100);
 /// Contended acquisitions a class must have had before its first experiment.
 pub(super) const HOT: u32 = 64;
 pub(super) const FIRST_INTERVAL_NS: u64 = 250_000_000;
+/// After an experiment whose modes ran within 10% of each other, the next comes this
+/// soon (but never sooner than [`INTERVAL_PER_EXPERIMENT`] allows): a close call can be
+/// a phase that missed the state its mode keeps, and one more experiment costs little,
+/// its phases in a mode at most about 10% slower.
+pub(super) const CLOSE_CALL_INTERVAL_NS: u64 = 50_000_000;
 /// An experiment that changed a class's mode is checked this long after, and again
 /// [`CHECK_AGAIN_NS`] later if the new mode passed: a wrong verdict is undone early,
 /// and a right one is still checked once the new mode has had time to settle into the
@@ -127,6 +139,13 @@ impl Outcome {
     /// sleeping works, a sleeper leaving the owner to take the lock alone.)
     fn compared_nothing(&self) -> bool {
         self.per_s[Mode::Spin as usize] == 0
+    }
+
+    /// Neither mode ran clearly (10%) faster than the other.
+    fn close_call(&self) -> bool {
+        let [spin, sleep] = self.per_s;
+        spin * CLEARLY_FASTER.1 <= sleep * CLEARLY_FASTER.0
+            && sleep * CLEARLY_FASTER.1 <= spin * CLEARLY_FASTER.0
     }
 }
 
@@ -409,7 +428,8 @@ fn advance(class: &Class, now: u64) {
         }
         return;
     }
-    if elapsed < PHASE_NS {
+    let shortest = if class.check_due() { CHECK_PHASE_NS } else { PHASE_NS };
+    if elapsed < shortest {
         return; // the common case, decided without reading the stripes
     }
     let acquisitions = count_total().wrapping_sub(e.started_count.load(Relaxed));
@@ -538,24 +558,29 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
         let to = choose(o, before);
         class.set_mode(to, true, &Because::Measured(*o));
         class.counts.compared.store(true, Relaxed);
-        if before == to {
-            (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
-        } else {
+        if before != to {
             class.counts.to_beat_per_s.store(o.per_s[before as usize].max(1), Relaxed);
             FIRST_INTERVAL_NS
+        } else if o.close_call() {
+            // The interval does not grow: the mode stood, but not on a clear result.
+            last.max(FIRST_INTERVAL_NS)
+        } else {
+            (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
         }
     };
     class.counts.interval_ns.store(interval, Relaxed);
+    let wait = if !o.compared_nothing() && o.close_call() { CLOSE_CALL_INTERVAL_NS } else { interval };
     // A check measures the mode the class is in anyway, so it may come before
     // `not_before`.
-    let next = if class.check_due() { now + CHECK_AFTER_NS } else { (now + interval).max(not_before) };
+    let next = if class.check_due() { now + CHECK_AFTER_NS } else { (now + wait).max(not_before) };
     class.counts.next_experiment_ns.store(next, Relaxed);
     class.counts.contended.store(0, Relaxed);
 }
 
 /// The end of a check, whose one phase ran at `per_s` in the mode its classes' last
 /// experiment chose, [`CHECK_AFTER_NS`] after that experiment (the first check) or
-/// [`CHECK_AGAIN_NS`] after the first check (the second).
+/// [`CHECK_AGAIN_NS`] after the first check (the second), measured for at least
+/// [`CHECK_PHASE_NS`].
 ///
 /// A phase of a millisecond can catch a state that its mode does not keep. The one
 /// that misleads most: when a short lock's class switches to sleep mode, its waiters
@@ -831,6 +856,67 @@ mod tests {
         experiment(Mode::Sleep);
         assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, false));
         assert!(class.counts.next_experiment_ns.load(Relaxed) >= FIRST_INTERVAL_NS);
+        class.reset();
+    }
+
+    #[test]
+    fn a_check_measures_for_longer_than_an_experiment_s_phase() {
+        let mut storage = libc::PTHREAD_MUTEX_INITIALIZER;
+        // SAFETY: `storage` is a mutex, alive for the whole test.
+        let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
+        let _table = table_to_myself();
+        let e = &EXPERIMENT;
+        // A class that went from spin (100/s) to sleep, at its check.
+        class.reset();
+        class.counts.compared.store(true, Relaxed);
+        e.before.store(Mode::Spin as u8, Relaxed);
+        e.class.store(class.index() as u32 + 1, Relaxed);
+        e.enroll(class);
+        decide(outcome(100, 300, 50, 80), 0);
+        start(class, CHECK_AFTER_NS);
+        let settled = CHECK_AFTER_NS + SETTLE_NS;
+        advance(class, settled);
+        COUNTS[0].0.fetch_add(2 * PHASE_ACQUISITIONS, Relaxed);
+        // An experiment's phase would end here; the check goes on.
+        advance(class, settled + PHASE_NS);
+        assert!(class.check_due() && class.experimenting());
+        let end = settled + CHECK_PHASE_NS;
+        advance(class, end);
+        assert!(!class.experimenting(), "checked");
+        assert_eq!(
+            (class.mode(), class.counts.next_experiment_ns.load(Relaxed)),
+            (Mode::Sleep, end + CHECK_AGAIN_NS)
+        );
+        class.reset();
+    }
+
+    #[test]
+    fn after_a_close_call_the_next_experiment_comes_soon_and_the_interval_does_not_grow() {
+        let mut storage = libc::PTHREAD_MUTEX_INITIALIZER;
+        // SAFETY: `storage` is a mutex, alive for the whole test.
+        let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
+        let _table = table_to_myself();
+        // An experiment at time `at` of a class in spin mode, whose last interval was
+        // `last`: when its next one comes, and the interval after.
+        let experiment = |o: Outcome, at: u64, last: u64| {
+            class.reset();
+            class.counts.compared.store(true, Relaxed);
+            class.counts.interval_ns.store(last, Relaxed);
+            EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
+            EXPERIMENT.class.store(class.index() as u32 + 1, Relaxed);
+            EXPERIMENT.began_ns.store(at, Relaxed);
+            EXPERIMENT.enroll(class);
+            decide(o, at);
+            assert_eq!(class.mode(), Mode::Spin);
+            (class.counts.next_experiment_ns.load(Relaxed) - at, class.counts.interval_ns.load(Relaxed))
+        };
+        let last = 2 * FIRST_INTERVAL_NS;
+        // Spin clearly ahead: the mode stands, and the interval doubles.
+        assert_eq!(experiment(outcome(300, 100, 50, 80), 0, last), (2 * last, 2 * last));
+        // Within 10% either way: the mode stands, and the next experiment comes soon.
+        assert_eq!(experiment(outcome(100, 105, 50, 80), 0, last), (CLOSE_CALL_INTERVAL_NS, last));
+        assert_eq!(experiment(outcome(105, 100, 50, 80), 0, last), (CLOSE_CALL_INTERVAL_NS, last));
+        assert!(outcome(100, 110, 50, 80).close_call() && !outcome(100, 111, 50, 80).close_call());
         class.reset();
     }
 

@@ -66,12 +66,15 @@
 //!    spins that all lose races can still be what keeps a lock busy), which comes
 //!    [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision stands, up
 //!    to [`MAX_INTERVAL_NS`], but never sooner than [`INTERVAL_PER_EXPERIMENT`] times
-//!    as long as the last one took. A decision that changed the mode is **checked**
-//!    [`CHECK_AFTER_NS`] after it and again [`CHECK_AGAIN_NS`] later, each time by one
-//!    phase in the new mode: a millisecond phase can catch a state its mode does not
-//!    keep (a short lock's waiters all asleep, one thread taking it alone), and a new
-//!    mode that runs clearly (10%) slower than the old one did in the experiment is
-//!    undone ([`check`]).
+//!    as long as the last one took. After a close call (neither mode 10% faster) the
+//!    next comes [`CLOSE_CALL_INTERVAL_NS`] later instead, and the interval does not
+//!    grow: a phase may have missed the state its mode keeps, and repeating costs
+//!    little when the modes run that close. A decision that changed the mode is
+//!    **checked** [`CHECK_AFTER_NS`] after it and again [`CHECK_AGAIN_NS`] later, each
+//!    time by one phase in the new mode, measured for at least [`CHECK_PHASE_NS`]: a
+//!    millisecond phase can catch a state its mode does not keep (a short lock's
+//!    waiters all asleep, one thread taking it alone), and a new mode that runs clearly
+//!    (10%) slower than the old one did in the experiment is undone ([`check`]).
 //!
 //! While an experiment runs, every mutex call takes the general path (a bit of
 //! `config::fast_path_off`, the word the fast path already tests), which counts the
@@ -121,6 +124,8 @@
 //! [`RETRY_INTERVAL_NS`]: experiment::RETRY_INTERVAL_NS
 //! [`choose`]: experiment::choose
 //! [`FIRST_INTERVAL_NS`]: experiment::FIRST_INTERVAL_NS
+//! [`CLOSE_CALL_INTERVAL_NS`]: experiment::CLOSE_CALL_INTERVAL_NS
+//! [`CHECK_PHASE_NS`]: experiment::CHECK_PHASE_NS
 //! [`MAX_INTERVAL_NS`]: experiment::MAX_INTERVAL_NS
 //! [`INTERVAL_PER_EXPERIMENT`]: experiment::INTERVAL_PER_EXPERIMENT
 //! [`CHECK_AFTER_NS`]: experiment::CHECK_AFTER_NS
