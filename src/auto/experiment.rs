@@ -48,7 +48,10 @@ pub(super) const FIRST_INTERVAL_NS: u64 = 250_000_000;
 /// After an experiment whose modes ran within 10% of each other, the next comes this
 /// soon (but never sooner than [`INTERVAL_PER_EXPERIMENT`] allows): a close call can be
 /// a phase that missed the state its mode keeps, and one more experiment costs little,
-/// its phases in a mode at most about 10% slower.
+/// its phases in a mode at most about 10% slower. Only while the class's interval is
+/// still the first (so at most twice in a row, then as usual): experiments turn off
+/// the fast path of every mutex in the process, and a program of many classes that
+/// all tie must not keep one running all the time.
 pub(super) const CLOSE_CALL_INTERVAL_NS: u64 = 50_000_000;
 /// An experiment that changed a class's mode is checked this long after, and again
 /// [`CHECK_AGAIN_NS`] later if the new mode passed: a wrong verdict is undone early,
@@ -558,18 +561,16 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
         let to = choose(o, before);
         class.set_mode(to, true, &Because::Measured(*o));
         class.counts.compared.store(true, Relaxed);
-        if before != to {
+        if before == to {
+            (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
+        } else {
             class.counts.to_beat_per_s.store(o.per_s[before as usize].max(1), Relaxed);
             FIRST_INTERVAL_NS
-        } else if o.close_call() {
-            // The interval does not grow: the mode stood, but not on a clear result.
-            last.max(FIRST_INTERVAL_NS)
-        } else {
-            (last * 2).clamp(FIRST_INTERVAL_NS, MAX_INTERVAL_NS)
         }
     };
     class.counts.interval_ns.store(interval, Relaxed);
-    let wait = if !o.compared_nothing() && o.close_call() { CLOSE_CALL_INTERVAL_NS } else { interval };
+    let repeat = !o.compared_nothing() && o.close_call() && last <= FIRST_INTERVAL_NS;
+    let wait = if repeat { CLOSE_CALL_INTERVAL_NS } else { interval };
     // A check measures the mode the class is in anyway, so it may come before
     // `not_before`.
     let next = if class.check_due() { now + CHECK_AFTER_NS } else { (now + wait).max(not_before) };
@@ -891,7 +892,7 @@ mod tests {
     }
 
     #[test]
-    fn after_a_close_call_the_next_experiment_comes_soon_and_the_interval_does_not_grow() {
+    fn a_close_call_is_repeated_soon_at_most_twice_in_a_row() {
         let mut storage = libc::PTHREAD_MUTEX_INITIALIZER;
         // SAFETY: `storage` is a mutex, alive for the whole test.
         let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
@@ -910,12 +911,17 @@ mod tests {
             assert_eq!(class.mode(), Mode::Spin);
             (class.counts.next_experiment_ns.load(Relaxed) - at, class.counts.interval_ns.load(Relaxed))
         };
-        let last = 2 * FIRST_INTERVAL_NS;
+        let (tie, clear) = (outcome(100, 105, 50, 80), outcome(300, 100, 50, 80));
+        let first = FIRST_INTERVAL_NS;
         // Spin clearly ahead: the mode stands, and the interval doubles.
-        assert_eq!(experiment(outcome(300, 100, 50, 80), 0, last), (2 * last, 2 * last));
-        // Within 10% either way: the mode stands, and the next experiment comes soon.
-        assert_eq!(experiment(outcome(100, 105, 50, 80), 0, last), (CLOSE_CALL_INTERVAL_NS, last));
-        assert_eq!(experiment(outcome(105, 100, 50, 80), 0, last), (CLOSE_CALL_INTERVAL_NS, last));
+        assert_eq!(experiment(clear, 0, first), (2 * first, 2 * first));
+        // Within 10% either way: the mode stands, and the next experiment comes soon, in
+        // a class's first experiment and the one after it.
+        assert_eq!(experiment(tie, 0, 0), (CLOSE_CALL_INTERVAL_NS, first));
+        assert_eq!(experiment(tie, 0, first), (CLOSE_CALL_INTERVAL_NS, 2 * first));
+        assert_eq!(experiment(outcome(105, 100, 50, 80), 0, first), (CLOSE_CALL_INTERVAL_NS, 2 * first));
+        // A third in a row waits as long as any.
+        assert_eq!(experiment(tie, 0, 2 * first), (4 * first, 4 * first));
         assert!(outcome(100, 110, 50, 80).close_call() && !outcome(100, 111, 50, 80).close_call());
         class.reset();
     }

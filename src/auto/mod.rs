@@ -66,10 +66,10 @@
 //!    spins that all lose races can still be what keeps a lock busy), which comes
 //!    [`FIRST_INTERVAL_NS`] later, and twice as late each time the decision stands, up
 //!    to [`MAX_INTERVAL_NS`], but never sooner than [`INTERVAL_PER_EXPERIMENT`] times
-//!    as long as the last one took. After a close call (neither mode 10% faster) the
-//!    next comes [`CLOSE_CALL_INTERVAL_NS`] later instead, and the interval does not
-//!    grow: a phase may have missed the state its mode keeps, and repeating costs
-//!    little when the modes run that close. A decision that changed the mode is
+//!    as long as the last one took. After a close call (neither mode 10% faster) in a
+//!    class's first experiment or the one after, the next comes
+//!    [`CLOSE_CALL_INTERVAL_NS`] later instead: a phase may have missed the state its
+//!    mode keeps, and repeating costs little when the modes run that close. A decision that changed the mode is
 //!    **checked** [`CHECK_AFTER_NS`] after it and again [`CHECK_AGAIN_NS`] later, each
 //!    time by one phase in the new mode, measured for at least [`CHECK_PHASE_NS`]: a
 //!    millisecond phase can catch a state its mode does not keep (a short lock's
