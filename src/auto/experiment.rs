@@ -657,6 +657,17 @@ mod tests {
         outcome(0, 0, 0, 0)
     }
 
+    /// An experiment of `class` alone, the class in mode `from` before it, that began and
+    /// ended at `at` with the outcome `o` (what its class makes of it is then decided).
+    fn experiment_ends(class: &'static Class, from: Mode, o: Outcome, at: u64) {
+        class.counts.compared.store(true, Relaxed);
+        EXPERIMENT.before.store(from as u8, Relaxed);
+        EXPERIMENT.class.store(class.index() as u32 + 1, Relaxed);
+        EXPERIMENT.began_ns.store(at, Relaxed);
+        EXPERIMENT.enroll(class);
+        decide(o, at);
+    }
+
     #[test]
     fn a_spin_phase_in_which_hardly_a_waiter_spun_is_left_out() {
         let _table = table_to_myself();
@@ -808,11 +819,7 @@ mod tests {
         // 300/s, at time 0.
         let experiment = |from: Mode| {
             class.reset();
-            class.counts.compared.store(true, Relaxed);
-            EXPERIMENT.before.store(from as u8, Relaxed);
-            EXPERIMENT.class.store(class.index() as u32 + 1, Relaxed);
-            EXPERIMENT.enroll(class);
-            decide(outcome(100, 300, 50, 80), 0);
+            experiment_ends(class, from, outcome(100, 300, 50, 80), 0);
         };
         // It moves the class from spin to sleep, and its check comes soon, sooner than
         // the experiment's length would allow another experiment: one phase, in sleep.
@@ -866,14 +873,9 @@ mod tests {
         // SAFETY: `storage` is a mutex, alive for the whole test.
         let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
         let _table = table_to_myself();
-        let e = &EXPERIMENT;
         // A class that went from spin (100/s) to sleep, at its check.
         class.reset();
-        class.counts.compared.store(true, Relaxed);
-        e.before.store(Mode::Spin as u8, Relaxed);
-        e.class.store(class.index() as u32 + 1, Relaxed);
-        e.enroll(class);
-        decide(outcome(100, 300, 50, 80), 0);
+        experiment_ends(class, Mode::Spin, outcome(100, 300, 50, 80), 0);
         start(class, CHECK_AFTER_NS);
         let settled = CHECK_AFTER_NS + SETTLE_NS;
         advance(class, settled);
@@ -901,13 +903,8 @@ mod tests {
         // `last`: when its next one comes, and the interval after.
         let experiment = |o: Outcome, at: u64, last: u64| {
             class.reset();
-            class.counts.compared.store(true, Relaxed);
             class.counts.interval_ns.store(last, Relaxed);
-            EXPERIMENT.before.store(Mode::Spin as u8, Relaxed);
-            EXPERIMENT.class.store(class.index() as u32 + 1, Relaxed);
-            EXPERIMENT.began_ns.store(at, Relaxed);
-            EXPERIMENT.enroll(class);
-            decide(o, at);
+            experiment_ends(class, Mode::Spin, o, at);
             assert_eq!(class.mode(), Mode::Spin);
             (class.counts.next_experiment_ns.load(Relaxed) - at, class.counts.interval_ns.load(Relaxed))
         };
