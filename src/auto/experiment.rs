@@ -18,8 +18,8 @@ pub(super) const PHASE_NS: u64 = 1_000_000;
 /// in the mode the class is in anyway, and a mode whose pace comes in bursts (sleep
 /// mode's, where a short lock alternates between one thread taking it alone and
 /// waiters that wake in turn) is then read over several of them. (`sysbench mutex`
-/// on 2 CPUs: 1 ms checks of sleep mode read 7-26 Mops/s; 4 of 16 traced runs undid a
-/// verdict that a 5 ms check, in 14 runs, never did.)
+/// on 2 CPUs: 1 ms checks of sleep mode read 7-26 Mops/s, and undid a right verdict
+/// in 5 of 30 traced runs; 5 ms checks, in 1 of 30.)
 pub(super) const CHECK_PHASE_NS: u64 = 5_000_000;
 /// Time a phase runs in its mode before it starts to measure.
 pub(super) const SETTLE_NS: u64 = 500_000;
