@@ -58,7 +58,7 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: POSIX requires `m` to point to a mutex.
     let mutex = unsafe { RawMutex::from_ptr(m) };
-    if mutex.plain() {
+    if mutex.plain_to_release() {
         mutex.clear_owner();
         mutex.release();
         return 0;

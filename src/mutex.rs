@@ -226,6 +226,16 @@ impl RawMutex {
         (self.kind() as u32 | crate::config::fast_path_off()) & !(kind::PLAIN as u32) == 0
     }
 
+    /// [`plain`](Self::plain), for a release: an `auto` experiment counts acquisitions,
+    /// not releases, so a release takes the fast path while it measures, and measuring
+    /// adds nothing inside the critical section but the count. The same one test, with
+    /// another constant.
+    #[inline(always)]
+    pub fn plain_to_release(&self) -> bool {
+        let ignored = kind::PLAIN as u32 | crate::config::MEASURING;
+        (self.kind() as u32 | crate::config::fast_path_off()) & !ignored == 0
+    }
+
     /// One attempt, no waiting: 0 → 1.
     #[inline]
     pub fn try_acquire(&self) -> bool {

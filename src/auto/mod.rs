@@ -76,9 +76,10 @@
 //!    waiters all asleep, one thread taking it alone), and a new mode that runs clearly
 //!    (10%) slower than the old one did in the experiment is undone ([`check`]).
 //!
-//! While an experiment runs, every mutex call takes the general path (a bit of
-//! `config::fast_path_off`, the word the fast path already tests), which counts the
-//! experimenting classes' acquisitions in per-CPU stripes. One experiment runs at a
+//! While an experiment runs, every mutex lock and trylock takes the general path (a
+//! bit of `config::fast_path_off`, the word the fast path already tests), which counts
+//! the experimenting classes' acquisitions in per-CPU stripes; unlocks keep their fast
+//! path, so that measuring adds to the critical section only the count. One experiment runs at a
 //! time, so that the process's CPU time is its own as far as it can be: with several
 //! hot classes at once, the others' CPU is noise in each experiment.
 //!
