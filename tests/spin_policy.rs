@@ -132,25 +132,22 @@ fn auto_run() -> &'static (String, serde_json::Value) {
 /// `auto_classes` under `auto` with JSON tracing and JSON statistics to files: (trace,
 /// stats).
 fn run_auto_classes() -> (String, serde_json::Value) {
-    {
-        let _alone = one_at_a_time();
-        let dir = scratch();
-        let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
-        let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
-        // 3 s: the slow class's spins are judged at 20-300 ms, and it goes through
-        // about 30 of its mutexes (a new one every 100 rounds of 1 ms).
-        cmd.arg("3000")
-            .env("SPINMUTEX_TRACE", "spinmutex=info,spinmutex::auto=debug")
-            .env("SPINMUTEX_TRACE_FORMAT", "json")
-            .env("SPINMUTEX_TRACE_FILE", &trace)
-            .env("SPINMUTEX_STATS", "json")
-            .env("SPINMUTEX_STATS_FILE", &stats);
-        run_bounded(cmd, LIMIT).assert_success("auto_classes under auto");
-        let stats = std::fs::read_to_string(&stats).unwrap_or_default();
-        let stats =
-            serde_json::from_str(stats.lines().last().unwrap_or("")).expect("a JSON statistics report");
-        (std::fs::read_to_string(&trace).unwrap_or_default(), stats)
-    }
+    let _alone = one_at_a_time();
+    let dir = scratch();
+    let (trace, stats) = (dir.path().join("trace.log"), dir.path().join("stats.json"));
+    let mut cmd = preloaded(c_test("auto_classes"), Some("auto"));
+    // 3 s: the slow class's spins are judged at 20-300 ms, and it goes through
+    // about 30 of its mutexes (a new one every 100 rounds of 1 ms).
+    cmd.arg("3000")
+        .env("SPINMUTEX_TRACE", "spinmutex=info,spinmutex::auto=debug")
+        .env("SPINMUTEX_TRACE_FORMAT", "json")
+        .env("SPINMUTEX_TRACE_FILE", &trace)
+        .env("SPINMUTEX_STATS", "json")
+        .env("SPINMUTEX_STATS_FILE", &stats);
+    run_bounded(cmd, LIMIT).assert_success("auto_classes under auto");
+    let stats = std::fs::read_to_string(&stats).unwrap_or_default();
+    let stats = serde_json::from_str(stats.lines().last().unwrap_or("")).expect("a JSON statistics report");
+    (std::fs::read_to_string(&trace).unwrap_or_default(), stats)
 }
 
 /// The class of mutexes made by 64 inits at one call site and held for 1 ms each.

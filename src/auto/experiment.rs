@@ -147,8 +147,7 @@ impl Outcome {
     /// Neither mode ran clearly (10%) faster than the other.
     fn close_call(&self) -> bool {
         let [spin, sleep] = self.per_s;
-        spin * CLEARLY_FASTER.1 <= sleep * CLEARLY_FASTER.0
-            && sleep * CLEARLY_FASTER.1 <= spin * CLEARLY_FASTER.0
+        !clearly_faster(spin, sleep) && !clearly_faster(sleep, spin)
     }
 }
 
@@ -500,6 +499,11 @@ fn outcome() -> Outcome {
     o
 }
 
+/// `a` acquisitions per second is clearly (10%) more than `b`.
+fn clearly_faster(a: u64, b: u64) -> bool {
+    a * CLEARLY_FASTER.1 > b * CLEARLY_FASTER.0
+}
+
 /// After a round: one mode's throughput far below the other's.
 fn clearly_decided(o: &Outcome) -> bool {
     let [spin, sleep] = o.per_s;
@@ -515,7 +519,7 @@ pub fn choose(o: &Outcome, now: Mode) -> Mode {
     let (i, j) = (now as usize, now.other() as usize);
     let as_fast = o.per_s[j] * SAME_THROUGHPUT.1 >= o.per_s[i] * SAME_THROUGHPUT.0;
     let cheaper = o.cpu_ns_per_acq[j] * CHEAPER.1 < o.cpu_ns_per_acq[i] * CHEAPER.0;
-    let faster = o.per_s[j] * CLEARLY_FASTER.1 > o.per_s[i] * CLEARLY_FASTER.0;
+    let faster = clearly_faster(o.per_s[j], o.per_s[i]);
     if (as_fast && cheaper) || faster {
         now.other()
     } else {
@@ -603,7 +607,7 @@ pub(super) fn check(per_s: u64, now: u64) {
     for class in e.members() {
         let c = &class.counts;
         let to_beat_per_s = c.to_beat_per_s.load(Relaxed);
-        let behind = per_s * CLEARLY_FASTER.0 < to_beat_per_s * CLEARLY_FASTER.1;
+        let behind = clearly_faster(to_beat_per_s, per_s);
         let to = if behind { before.other() } else { before };
         if behind {
             // The verdict that classes without a comparison of their own take goes too.

@@ -69,19 +69,21 @@
 //!    as long as the last one took. After a close call (neither mode 10% faster) in a
 //!    class's first experiment or the one after, the next comes
 //!    [`CLOSE_CALL_INTERVAL_NS`] later instead: a phase may have missed the state its
-//!    mode keeps, and repeating costs little when the modes run that close. A decision that changed the mode is
-//!    **checked** [`CHECK_AFTER_NS`] after it and again [`CHECK_AGAIN_NS`] later, each
-//!    time by one phase in the new mode, measured for at least [`CHECK_PHASE_NS`]: a
-//!    millisecond phase can catch a state its mode does not keep (a short lock's
-//!    waiters all asleep, one thread taking it alone), and a new mode that runs clearly
-//!    (10%) slower than the old one did in the experiment is undone ([`check`]).
+//!    mode keeps, and repeating costs little when the modes run that close. A
+//!    decision that changed the mode is **checked** [`CHECK_AFTER_NS`] after it and
+//!    again [`CHECK_AGAIN_NS`] later, each time by one phase in the new mode, measured
+//!    for at least [`CHECK_PHASE_NS`]: a millisecond phase can catch a state its mode
+//!    does not keep (a short lock's waiters all asleep, one thread taking it alone),
+//!    and a new mode that runs clearly (10%) slower than the old one did in the
+//!    experiment is undone ([`check`]).
 //!
 //! While an experiment runs, every mutex lock and trylock takes the general path (a
 //! bit of `config::fast_path_off`, the word the fast path already tests), which counts
 //! the experimenting classes' acquisitions in per-CPU stripes; unlocks keep their fast
-//! path, so that measuring adds to the critical section only the count. One experiment runs at a
-//! time, so that the process's CPU time is its own as far as it can be: with several
-//! hot classes at once, the others' CPU is noise in each experiment.
+//! path, so that measuring adds to the critical section only the count. One
+//! experiment runs at a time, so that the process's CPU time is its own as far as it
+//! can be: with several hot classes at once, the others' CPU is noise in each
+//! experiment.
 //!
 //! A class's **first** experiment takes in every other class that has had none yet
 //! (none that compared something: a first one that compared nothing is tried again,
