@@ -42,6 +42,7 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("reuse_memory", &[]),
     ("prio_mutex", &[]),
     ("starvation", &[]),
+    ("sched_idle", &[]),
     ("stress", &[]),
     ("malloc_threads", &[]),
     ("hello_contended", &[]),
@@ -395,6 +396,7 @@ fn eager_handoff_settings() {
 const SLEEP_PATHS: &[(&str, &[&str])] = &[
     ("stress", &["6", "600", "3000"]),
     ("starvation", &["4", "600", "30"]),
+    ("sched_idle", &[]),
     ("cond_prodcons", &[]),
     ("fork_contended", &["fork", "atfork"]),
     ("pshared", &[]),
