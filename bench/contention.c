@@ -23,6 +23,11 @@
  *                  spinning for the slow lock takes a CPU the others need. The output
  *                  adds each class's operations; the per-thread figures (fewest, mean
  *                  and most operations, waits) are the first mutex's threads'.
+ * --phase-load L2 --phase-ms P
+ *                  a workload that changes phase: every P ms the load switches
+ *                  between L and L2 (both inside and outside the lock), so that a
+ *                  policy learned in one phase is tested by the next. The output
+ *                  adds each load's acquisitions per second over its phases.
  * --ops N          fixed work: the threads of the first mutex stop once its counter
  *                  reaches N, and with --mixed, those of the slow one once its counter
  *                  reaches --slow-ops M. The output adds when each class finished, so
@@ -109,7 +114,9 @@ static int no_lock;
 static int idle_cpu = -1;
 static volatile int stop_flag;
 static pthread_barrier_t start_barrier;
-static unsigned load;
+static unsigned load; /* read with __atomic_load_n: --phase-ms changes it */
+static unsigned long phase_load, phase_ms;
+static unsigned long phase_ops[2], phase_time_ms[2]; /* per load, with --phase-ms */
 
 static inline uint64_t now_ns(void)
 {
@@ -207,11 +214,12 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(the_lock);
             break;
         }
-        spin_load(load);
+        unsigned n = __atomic_load_n(&load, __ATOMIC_RELAXED);
+        spin_load(n);
         ++*shared_counter;
         pthread_mutex_unlock(the_lock);
         ops++;
-        spin_load(load);
+        spin_load(n);
     }
     w->ops = ops;
     w->waits_recorded = recorded;
@@ -254,7 +262,8 @@ static int usage(const char *msg)
             "usage: spinmutex __workload [--threads N] [--load L] [--duration-ms MS]\n"
             "                            [--layout alone|shared] [--adaptive | --no-lock]\n"
             "                            [--idle-thread CPU] [--mixed S] [--slow-hold-ns NS]\n"
-            "                            [--slow-gap-ns NS] [--ops N [--slow-ops M]] [--timeout-s S]\n",
+            "                            [--slow-gap-ns NS] [--ops N [--slow-ops M]] [--timeout-s S]\n"
+            "                            [--phase-load L2 --phase-ms P]\n",
             msg);
     return 2;
 }
@@ -323,6 +332,14 @@ int spinmutex_contention_main(int argc, char **argv)
             if (parse_ulong(v, 10000000, &load_arg) != 0)
                 return usage("--load needs a whole number of pauses from 0 to 10000000");
             i++;
+        } else if (strcmp(a, "--phase-load") == 0) {
+            if (parse_ulong(v, 10000000, &phase_load) != 0)
+                return usage("--phase-load needs a whole number of pauses from 0 to 10000000");
+            i++;
+        } else if (strcmp(a, "--phase-ms") == 0) {
+            if (parse_ulong(v, 86400000, &phase_ms) != 0 || phase_ms == 0)
+                return usage("--phase-ms needs a whole number of milliseconds, at least 1");
+            i++;
         } else if (strcmp(a, "--duration-ms") == 0) {
             if (parse_ulong(v, 86400000, &duration_ms) != 0 || duration_ms == 0)
                 return usage("--duration-ms needs a whole number of milliseconds, at least 1");
@@ -343,6 +360,8 @@ int spinmutex_contention_main(int argc, char **argv)
     if (slow_threads >= threads)
         return usage("--mixed needs fewer slow threads than threads");
     int fixed_work = fast_target != 0;
+    if (phase_ms != 0 && (fixed_work || no_lock))
+        return usage("--phase-ms needs a run of fixed length with the lock (no --ops, no --no-lock)");
     if (slow_target != 0 && (slow_threads == 0 || !fixed_work))
         return usage("--slow-ops needs --mixed and --ops");
     if (fixed_work && slow_threads != 0 && slow_target == 0)
@@ -417,10 +436,24 @@ int spinmutex_contention_main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru0);
     uint64_t start = now_ns();
     if (!fixed_work) {
-        struct timespec nap = {(time_t)(duration_ms / 1000), (long)(duration_ms % 1000) * 1000000L};
-        while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
+        /* In phases of --phase-ms (the whole run without it), switching the load, and
+         * counting each load's acquisitions (the counter read as it stands). */
+        unsigned loads[2] = {load, (unsigned)phase_load};
+        unsigned long left = duration_ms, phase = 0, counted = 0;
+        while (left > 0) {
+            unsigned long ms = phase_ms != 0 && phase_ms < left ? phase_ms : left;
+            struct timespec nap = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+            while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
+            }
+            left -= ms;
+            unsigned long now_counted = __atomic_load_n(shared_counter, __ATOMIC_RELAXED);
+            phase_ops[phase % 2] += now_counted - counted;
+            phase_time_ms[phase % 2] += ms;
+            counted = now_counted;
+            __atomic_store_n(&load, loads[++phase % 2], __ATOMIC_RELAXED);
         }
         __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&load, loads[0], __ATOMIC_RELAXED); /* for the report */
     }
     uint64_t stop = now_ns(); /* with fixed work, when the last class finished (below) */
     for (unsigned long t = 0; t < threads; t++)
@@ -483,6 +516,10 @@ int spinmutex_contention_main(int argc, char **argv)
            ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw, *shared_counter, counter_ok);
     if (slow_threads > 0)
         printf(" slow_threads=%lu slow_ops=%lu fast_ops=%lu", slow_threads, slow_ops, total - slow_ops);
+    if (phase_ms != 0)
+        printf(" phase_load=%lu phase_ms=%lu load_ops_per_s=%.1f phase_load_ops_per_s=%.1f", phase_load, phase_ms,
+               phase_time_ms[0] ? (double)phase_ops[0] * 1000.0 / (double)phase_time_ms[0] : 0.0,
+               phase_time_ms[1] ? (double)phase_ops[1] * 1000.0 / (double)phase_time_ms[1] : 0.0);
     if (fixed_work)
         printf(" fast_elapsed_s=%.6f", (double)(fast_done - start) / 1e9);
     if (fixed_work && slow_threads > 0)

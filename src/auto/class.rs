@@ -97,6 +97,14 @@ pub(super) struct Counts {
     pub(super) to_beat_per_s: AtomicU64,
     /// Checks the new mode has passed since that experiment.
     pub(super) checks_passed: AtomicU32,
+    /// The class's pace in its mode when last measured alone (by its last [`watch`], or
+    /// an experiment or check of it alone), which the next watch compares with; 0: not
+    /// known, the next watch only measures it.
+    ///
+    /// [`watch`]: super::experiment::watch
+    pub(super) pace_per_s: AtomicU64,
+    /// When the next watch of the class is due.
+    pub(super) next_watch_ns: AtomicU64,
     /// Contended acquisitions served in each mode.
     pub(super) served: [AtomicU64; 2],
 }
@@ -123,6 +131,8 @@ impl Class {
                 interval_ns: AtomicU64::new(0),
                 to_beat_per_s: AtomicU64::new(0),
                 checks_passed: AtomicU32::new(0),
+                pace_per_s: AtomicU64::new(0),
+                next_watch_ns: AtomicU64::new(0),
                 served: [AtomicU64::new(0), AtomicU64::new(0)],
             },
             site: Site::new(),
@@ -143,6 +153,8 @@ impl Class {
         c.interval_ns.store(0, Relaxed);
         c.to_beat_per_s.store(0, Relaxed);
         c.checks_passed.store(0, Relaxed);
+        c.pace_per_s.store(0, Relaxed);
+        c.next_watch_ns.store(0, Relaxed);
         for served in &c.served {
             served.store(0, Relaxed);
         }

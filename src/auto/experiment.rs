@@ -1,5 +1,6 @@
 //! A class's A/B experiments of its two modes, one experiment at a time in the process,
-//! and the checks of a verdict that changed a mode (the header of auto/mod.rs, 2.).
+//! the checks of a verdict that changed a mode, and the watches of a class's pace
+//! between experiments (the header of auto/mod.rs, 2.).
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
@@ -62,6 +63,17 @@ pub(super) const CHECK_AFTER_NS: u64 = 10_000_000;
 pub(super) const CHECK_AGAIN_NS: u64 = 20_000_000;
 /// Checks a changed mode must pass to stand until the next experiment.
 const CHECKS: u32 = 2;
+/// How often a class's pace in its own mode is watched between its experiments (see
+/// [`watch`]). A watch is not free where the lock is short: while it measures, every
+/// acquisition takes the general path, and the longer path from a release to the
+/// owner's next acquisition can end a state sleep mode keeps (one thread taking the
+/// lock alone). Every 250 ms, 3 s runs of 2 threads at load 0 read 0.93-0.98× those
+/// without watches.
+pub(super) const WATCH_INTERVAL_NS: u64 = 500_000_000;
+/// A watched pace this many times faster or slower than the one before means the
+/// workload changed: more than a short lock's two states differ by in one mode (sleep
+/// mode's checks on `sysbench mutex` read 7-26 Mops/s, 3.7×).
+const WATCH_BAND: u64 = 4;
 /// A spin phase with fewer than this share (in 1/1000: 1/32) of contended acquisitions
 /// measured no spinning, and is left out of the experiment's sums; an experiment left
 /// with none compared nothing, and the next one comes after [`RETRY_INTERVAL_NS`],
@@ -103,6 +115,13 @@ pub enum Because {
         per_s: u64,
         to_beat_per_s: u64,
     },
+    /// A watch found the class's pace in its mode at `per_s`, [`WATCH_BAND`] times off
+    /// the `pace_per_s` it kept before: the workload changed, and the class experiments
+    /// again at once. The mode stands until then.
+    Watched {
+        per_s: u64,
+        pace_per_s: u64,
+    },
 }
 
 impl Because {
@@ -114,6 +133,7 @@ impl Because {
             Because::Measured(_) => "measured",
             Because::Uncontended(_) => "uncontended",
             Because::Checked { .. } => "checked",
+            Because::Watched { .. } => "watched",
         }
     }
 
@@ -167,10 +187,24 @@ pub struct Phase {
     pub counted: bool,
 }
 
+/// What the running measurement is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(super) enum Run {
+    /// An A/B experiment: rounds of one phase per mode.
+    Experiment,
+    /// One phase in the mode an experiment has just chosen ([`check`]).
+    Check,
+    /// One phase in a class's mode, between its experiments ([`watch`]).
+    Watch,
+}
+
 pub(super) struct Experiment {
     /// The experimenting class's index plus one (its leader's, when several classes
     /// experiment together); 0: none.
     class: AtomicU32,
+    /// What it is: a [`Run`].
+    run: AtomicU8,
     /// The classes in the experiment, the leader's among them: a bit per table entry.
     members: [AtomicU64; CLASSES / 64],
     /// The mode its classes waited in before the experiment (the same for all), and
@@ -200,6 +234,14 @@ pub(super) struct Experiment {
 impl Experiment {
     pub(super) fn before(&self) -> Mode {
         Mode::from_u8(self.before.load(Relaxed))
+    }
+
+    fn run(&self) -> Run {
+        match self.run.load(Relaxed) {
+            r if r == Run::Check as u8 => Run::Check,
+            r if r == Run::Watch as u8 => Run::Watch,
+            _ => Run::Experiment,
+        }
     }
 
     /// `class` is in the experiment (as its leader or as a companion).
@@ -245,6 +287,7 @@ const NO_VERDICT: u8 = u8::MAX;
 
 pub(super) static EXPERIMENT: Experiment = Experiment {
     class: AtomicU32::new(0),
+    run: AtomicU8::new(Run::Experiment as u8),
     members: [const { AtomicU64::new(0) }; CLASSES / 64],
     before: AtomicU8::new(0),
     began_ns: AtomicU64::new(0),
@@ -312,7 +355,8 @@ pub fn count(m: &RawMutex) {
 
 /// After a sampled contended acquisition of `class`, standing for `weight` of them:
 /// counts it to the running experiment if the class is in it, and moves that on, or
-/// starts an experiment when the class's next is due.
+/// starts an experiment (or check) when the class's next is due, or else a watch when
+/// one is.
 pub(super) fn experiment_step(class: &'static Class, weight: u32) {
     let running = EXPERIMENT.class.load(Relaxed) as usize;
     if running != 0 {
@@ -331,27 +375,33 @@ pub(super) fn experiment_step(class: &'static Class, weight: u32) {
         // First time hot: the first experiment comes at once.
         class.counts.next_experiment_ns.store(now, Relaxed);
     } else if now < due {
+        if now >= class.counts.next_watch_ns.load(Relaxed) && !class.check_due() {
+            start(class, Run::Watch, now);
+        }
         return;
     }
-    start(class, now);
+    start(class, if class.check_due() { Run::Check } else { Run::Experiment }, now);
 }
 
-/// Starts an experiment led by `class`, with the classes that join its first one.
-fn start(class: &'static Class, now: u64) {
+/// Starts a measurement led by `class`: an experiment, with the classes that join its
+/// first one; a check, with the classes that took the verdict with it; or a watch of
+/// the class alone.
+fn start(class: &'static Class, run: Run, now: u64) {
     let e = &EXPERIMENT;
     // The phase word doubles as the lock on the experiment's fields.
     if e.class.compare_exchange(0, class.index() as u32 + 1, Acquire, Relaxed).is_err() {
         return;
     }
+    e.run.store(run as u8, Relaxed);
     e.before.store(class.policy.mode.load(Relaxed), Relaxed);
     e.enroll(class);
-    if class.check_due() {
+    if run == Run::Check {
         // The classes that took the verdict together are checked together.
         let mode = class.waiting_mode();
         for companion in TABLE[1..].iter().filter(|c| c.check_due() && c.waiting_mode() == mode) {
             e.enroll(companion);
         }
-    } else if class.untried() {
+    } else if run == Run::Experiment && class.untried() {
         for companion in TABLE[1..].iter().filter(|c| c.joins_first_experiment_of(class)) {
             e.enroll(companion);
         }
@@ -365,6 +415,9 @@ fn start(class: &'static Class, now: u64) {
         e.cpu_ns[m].store(0, Relaxed);
     }
     begin_phase(0, now);
+    if run == Run::Watch {
+        start_measure(now); // no mode changed: nothing to settle
+    }
     config::set_measuring(true);
 }
 
@@ -430,7 +483,8 @@ fn advance(class: &Class, now: u64) {
         }
         return;
     }
-    let shortest = if class.check_due() { CHECK_PHASE_NS } else { PHASE_NS };
+    let run = e.run();
+    let shortest = if run == Run::Experiment { PHASE_NS } else { CHECK_PHASE_NS };
     if elapsed < shortest {
         return; // the common case, decided without reading the stripes
     }
@@ -457,10 +511,10 @@ fn advance(class: &Class, now: u64) {
     let figures =
         Phase { index: phase, mode, per_s, contended_permille, cpu_ns_per_acq, busy_cpus_permille, counted };
     observe::experiment_phase(class.trace_key(), &figures);
-    // The leader of a check keeps its check due until the check ends.
-    if class.check_due() {
-        check(per_s, now);
-        return;
+    match run {
+        Run::Check => return check(per_s, now),
+        Run::Watch => return watch(class, per_s, now),
+        Run::Experiment => {}
     }
     let next = phase + 1;
     let outcome = outcome();
@@ -580,6 +634,8 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
     let next = if class.check_due() { now + CHECK_AFTER_NS } else { (now + wait).max(not_before) };
     class.counts.next_experiment_ns.store(next, Relaxed);
     class.counts.contended.store(0, Relaxed);
+    let alone = o.classes == 1;
+    watch_next(class, if alone { o.per_s[class.waiting_mode() as usize] } else { 0 }, now);
 }
 
 /// The end of a check, whose one phase ran at `per_s` in the mode its classes' last
@@ -604,6 +660,7 @@ fn decide_for(class: &Class, o: &Outcome, not_before: u64, now: u64) {
 pub(super) fn check(per_s: u64, now: u64) {
     let e = &EXPERIMENT;
     let before = e.before();
+    let alone = e.members().count() == 1;
     for class in e.members() {
         let c = &class.counts;
         let to_beat_per_s = c.to_beat_per_s.load(Relaxed);
@@ -624,8 +681,42 @@ pub(super) fn check(per_s: u64, now: u64) {
         };
         c.next_experiment_ns.store(next, Relaxed);
         c.contended.store(0, Relaxed);
+        watch_next(class, if alone && !behind { per_s } else { 0 }, now);
     }
     e.close();
+}
+
+/// The end of a watch: one phase in `class`'s own mode, measured for at least
+/// [`CHECK_PHASE_NS`], [`WATCH_INTERVAL_NS`] after its last experiment, check or watch,
+/// ran at `per_s`.
+///
+/// A class's mode stands until its next experiment, up to [`MAX_INTERVAL_NS`] later:
+/// a program whose lock is held long for a while and then briefly would spend that
+/// long in the mode of the phase before. A watch sees the change coming: the class's
+/// pace in its own mode [`WATCH_BAND`] times faster or slower than at the watch before
+/// (or at an experiment or check of it alone). Its next experiment then comes at once,
+/// and its intervals start again from the first, as a new class's do. Like a check, a
+/// watch costs no phase in the other mode, only the counting.
+pub(super) fn watch(class: &Class, per_s: u64, now: u64) {
+    let c = &class.counts;
+    let pace_per_s = c.pace_per_s.load(Relaxed);
+    let faster = per_s > pace_per_s.saturating_mul(WATCH_BAND);
+    let slower = per_s.saturating_mul(WATCH_BAND) < pace_per_s;
+    if pace_per_s != 0 && (faster || slower) {
+        let mode = class.waiting_mode().name();
+        observe::policy_changed(class.trace_key(), mode, mode, &Because::Watched { per_s, pace_per_s });
+        c.interval_ns.store(FIRST_INTERVAL_NS, Relaxed);
+        c.next_experiment_ns.store(now, Relaxed);
+    }
+    watch_next(class, per_s, now);
+    EXPERIMENT.close();
+}
+
+/// After a measurement of `class` that ended at `now`: its next watch, and the pace in
+/// its mode that the watch compares with (0: none, the watch only measures).
+fn watch_next(class: &Class, pace_per_s: u64, now: u64) {
+    class.counts.pace_per_s.store(pace_per_s, Relaxed);
+    class.counts.next_watch_ns.store(now + WATCH_INTERVAL_NS, Relaxed);
 }
 
 /// In a child after `fork`: an experiment of the parent's (its phases timed by the
@@ -667,6 +758,7 @@ mod tests {
         class.counts.compared.store(true, Relaxed);
         EXPERIMENT.before.store(from as u8, Relaxed);
         EXPERIMENT.class.store(class.index() as u32 + 1, Relaxed);
+        EXPERIMENT.run.store(Run::Experiment as u8, Relaxed);
         EXPERIMENT.began_ns.store(at, Relaxed);
         EXPERIMENT.enroll(class);
         decide(o, at);
@@ -686,6 +778,7 @@ mod tests {
             }
             e.before.store(Mode::Spin as u8, Relaxed);
             e.class.store(1, Relaxed);
+            e.run.store(Run::Experiment as u8, Relaxed);
             begin_phase(0, 0);
             advance(&TABLE[0], SETTLE_NS);
             let acquisitions = 2 * PHASE_ACQUISITIONS;
@@ -831,7 +924,7 @@ mod tests {
             experiment(Mode::Spin);
             assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, true));
             assert_eq!(class.counts.next_experiment_ns.load(Relaxed), CHECK_AFTER_NS);
-            start(class, CHECK_AFTER_NS);
+            start(class, Run::Check, CHECK_AFTER_NS);
             assert!(class.check_due() && class.experimenting());
             assert_eq!(class.waiting_mode(), Mode::Sleep);
         };
@@ -853,13 +946,13 @@ mod tests {
         check(150, first);
         assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, true));
         assert_eq!(class.counts.next_experiment_ns.load(Relaxed), second);
-        start(class, second);
+        start(class, Run::Check, second);
         check(90, second);
         assert_eq!((class.mode(), class.check_due()), (Mode::Spin, false));
         // Ahead at both: sleep stands, and the next experiment comes at the usual time.
         changed();
         check(150, first);
-        start(class, second);
+        start(class, Run::Check, second);
         check(150, second);
         assert_eq!((class.mode(), class.check_due()), (Mode::Sleep, false));
         assert_eq!(EXPERIMENT.verdict(), Some(Mode::Sleep));
@@ -880,7 +973,7 @@ mod tests {
         // A class that went from spin (100/s) to sleep, at its check.
         class.reset();
         experiment_ends(class, Mode::Spin, outcome(100, 300, 50, 80), 0);
-        start(class, CHECK_AFTER_NS);
+        start(class, Run::Check, CHECK_AFTER_NS);
         let settled = CHECK_AFTER_NS + SETTLE_NS;
         advance(class, settled);
         COUNTS[0].0.fetch_add(2 * PHASE_ACQUISITIONS, Relaxed);
@@ -894,6 +987,87 @@ mod tests {
             (class.mode(), class.counts.next_experiment_ns.load(Relaxed)),
             (Mode::Sleep, end + CHECK_AGAIN_NS)
         );
+        class.reset();
+    }
+
+    #[test]
+    fn a_watch_that_finds_the_pace_four_times_off_brings_the_next_experiment_forward() {
+        let mut storage = libc::PTHREAD_MUTEX_INITIALIZER;
+        // SAFETY: `storage` is a mutex, alive for the whole test.
+        let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
+        let _table = table_to_myself();
+        // An experiment of the class alone keeps it in sleep mode at 300/s; its next
+        // comes seconds later, its first watch sooner.
+        class.reset();
+        class.counts.interval_ns.store(4_000_000_000, Relaxed);
+        experiment_ends(class, Mode::Sleep, outcome(100, 300, 50, 80), 0);
+        let c = &class.counts;
+        let next_experiment = c.next_experiment_ns.load(Relaxed);
+        assert_eq!(next_experiment, 8_000_000_000);
+        assert_eq!((c.pace_per_s.load(Relaxed), c.next_watch_ns.load(Relaxed)), (300, WATCH_INTERVAL_NS));
+        // A watch that reads less than 4× off: the pace it read is the next one's.
+        let watched = |per_s, at| {
+            start(class, Run::Watch, at);
+            assert!(class.experimenting() && config::fast_path_off() & config::MEASURING != 0);
+            watch(class, per_s, at);
+            assert!(!class.experimenting() && !measuring());
+            (c.next_experiment_ns.load(Relaxed), c.pace_per_s.load(Relaxed), c.next_watch_ns.load(Relaxed))
+        };
+        let t = WATCH_INTERVAL_NS;
+        assert_eq!(watched(1_000, t), (next_experiment, 1_000, 2 * t));
+        assert_eq!(watched(300, 2 * t), (next_experiment, 300, 3 * t));
+        // 4× slower, or faster: the next experiment is due at once, and the class's
+        // intervals start over.
+        assert_eq!(watched(74, 3 * t), (3 * t, 74, 4 * t));
+        assert_eq!((class.mode(), c.interval_ns.load(Relaxed)), (Mode::Sleep, FIRST_INTERVAL_NS));
+        c.next_experiment_ns.store(next_experiment, Relaxed);
+        assert_eq!(watched(296, 4 * t), (next_experiment, 296, 5 * t));
+        assert_eq!(watched(1_185, 5 * t), (5 * t, 1_185, 6 * t));
+        // After an experiment of several classes together, whose count is theirs
+        // together, the first watch only measures the class's own pace.
+        class.reset();
+        class.counts.interval_ns.store(4_000_000_000, Relaxed);
+        experiment_ends(class, Mode::Sleep, Outcome { classes: 2, ..outcome(100, 300, 50, 80) }, 0);
+        assert_eq!(c.pace_per_s.load(Relaxed), 0);
+        assert_eq!(watched(3, t), (next_experiment, 3, 2 * t));
+        class.reset();
+    }
+
+    #[test]
+    fn a_watch_starts_when_due_between_experiments_and_measures_without_settling() {
+        let mut storage = libc::PTHREAD_MUTEX_INITIALIZER;
+        // SAFETY: `storage` is a mutex, alive for the whole test.
+        let class = class_of(unsafe { RawMutex::from_ptr(&mut storage) });
+        let _table = table_to_myself();
+        class.reset();
+        let c = &class.counts;
+        c.judged.store(true, Relaxed);
+        c.contended.store(HOT, Relaxed);
+        c.next_experiment_ns.store(u64::MAX, Relaxed);
+        // Not due yet: nothing starts.
+        c.next_watch_ns.store(u64::MAX - 1, Relaxed);
+        experiment_step(class, SAMPLE);
+        assert!(!class.experimenting());
+        // Due, but a check is due too: the check comes first, when its time comes.
+        c.next_watch_ns.store(0, Relaxed);
+        c.to_beat_per_s.store(100, Relaxed);
+        experiment_step(class, SAMPLE);
+        assert!(!class.experimenting());
+        c.to_beat_per_s.store(0, Relaxed);
+        // Due: a watch of the class alone, in its own mode, measuring at once.
+        experiment_step(class, SAMPLE);
+        assert!(class.experimenting() && EXPERIMENT.run() == Run::Watch);
+        assert!(EXPERIMENT.settled.load(Relaxed));
+        let began = EXPERIMENT.started_ns.load(Relaxed);
+        COUNTS[0].0.fetch_add(2 * PHASE_ACQUISITIONS, Relaxed);
+        advance(class, began + PHASE_NS);
+        assert!(class.experimenting(), "a watch measures as long as a check");
+        advance(class, began + CHECK_PHASE_NS);
+        assert!(!class.experimenting());
+        let per_s = 2 * PHASE_ACQUISITIONS * 1_000_000_000 / CHECK_PHASE_NS;
+        assert_eq!(c.pace_per_s.load(Relaxed), per_s);
+        assert_eq!(c.next_watch_ns.load(Relaxed), began + CHECK_PHASE_NS + WATCH_INTERVAL_NS);
+        assert_eq!(class.mode(), Mode::Spin);
         class.reset();
     }
 
@@ -939,6 +1113,7 @@ mod tests {
         let e = &EXPERIMENT;
         let settles_at = |phase, contended_meanwhile: u64, now| {
             e.before.store(Spin as u8, Relaxed);
+            e.run.store(Run::Experiment as u8, Relaxed);
             begin_phase(phase, 0);
             e.contended.fetch_add(contended_meanwhile, Relaxed);
             advance(&TABLE[0], now);

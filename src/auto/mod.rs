@@ -75,7 +75,11 @@
 //!    for at least [`CHECK_PHASE_NS`]: a millisecond phase can catch a state its mode
 //!    does not keep (a short lock's waiters all asleep, one thread taking it alone),
 //!    and a new mode that runs clearly (10%) slower than the old one did in the
-//!    experiment is undone ([`check`]).
+//!    experiment is undone ([`check`]). Between experiments a class is **watched**
+//!    every [`WATCH_INTERVAL_NS`]: one phase in its own mode, as long as a check's. A
+//!    pace four times faster or slower than at the watch before means the lock is used
+//!    differently now: the next experiment comes at once, and the intervals start over
+//!    ([`watch`]).
 //!
 //! While an experiment runs, every mutex lock and trylock takes the general path (a
 //! bit of `config::fast_path_off`, the word the fast path already tests), which counts
@@ -134,6 +138,8 @@
 //! [`CHECK_AFTER_NS`]: experiment::CHECK_AFTER_NS
 //! [`CHECK_AGAIN_NS`]: experiment::CHECK_AGAIN_NS
 //! [`check`]: experiment::check
+//! [`WATCH_INTERVAL_NS`]: experiment::WATCH_INTERVAL_NS
+//! [`watch`]: experiment::watch
 
 mod class;
 mod experiment;

@@ -243,6 +243,16 @@ pub fn policy(key: usize, from: &str, to: &str, because: &crate::auto::Because) 
             per_s,
             to_beat_per_s
         ),
+        Because::Watched { per_s, pace_per_s } => tracing::info!(
+            target: "spinmutex",
+            event = "policy",
+            class,
+            from,
+            to,
+            because = because.name(),
+            per_s,
+            pace_per_s
+        ),
         Because::Measured(o) | Because::Uncontended(o) => tracing::info!(
             target: "spinmutex",
             event = "policy",

@@ -292,6 +292,9 @@ fn auto_s_policy_events_are_a_history_per_lock_class_not_a_mutex() {
     t.add_line(&format!(
         r#"{{"ts_ns":33000000,{class},"level":"INFO","event":"policy","from":"sleep","to":"spin","because":"checked","per_s":1900000,"to_beat_per_s":2700000}}"#
     ));
+    t.add_line(&format!(
+        r#"{{"ts_ns":900000000,{class},"level":"INFO","event":"policy","from":"spin","to":"spin","because":"watched","per_s":420000,"pace_per_s":5300000}}"#
+    ));
     t.add_line(r#"{"pid":7,"tid":8,"strategy":"auto","level":"INFO","event":"policy","class":"lib+0x10","from":"spin","to":"sleep","because":"spins_lose","wins":2,"spins":64,"spent_ns":90000,"saved_ns":16000}"#);
     assert!(t.unknown_events.is_empty(), "{:?}", t.unknown_events);
     assert!(t.by_mutex.is_empty(), "a class's events name no mutex: {:?}", t.by_mutex.keys());
@@ -312,6 +315,10 @@ fn auto_s_policy_events_are_a_history_per_lock_class_not_a_mutex() {
     assert!(
         text.contains("sleep -> spin  checked: sleep ran at 1.9M/s when checked; spin had kept 2.7M/s in the experiment\n"),
         "{text}"
+    );
+    assert!(
+        text.contains("spin -> spin  watched: spin ran at 420.0k/s when watched, 5.3M/s before: the lock is used differently now, and the class experiments again\n"),
+        "a watch is not an experiment: {text}"
     );
     assert!(text.contains("2 of 64 spins won: they cost 90.0µs and saved 16.0µs"), "{text}");
     assert!(!text.contains("Hottest mutexes"), "no lock events, no table of locks: {text}");

@@ -253,6 +253,12 @@ impl PolicyEvent {
                 if r.str("from") == Some("spin") { "sleep" } else { "spin" },
                 rate(n("to_beat_per_s"))
             ),
+            "watched" => format!(
+                "{} ran at {} when watched, {} before: the lock is used differently now, and the class experiments again",
+                r.str("from").unwrap_or("?"),
+                rate(n("per_s")),
+                rate(n("pace_per_s"))
+            ),
             "spins_lose" => format!(
                 "{} of {} spins won: they cost {} and saved {}",
                 n("wins"),
