@@ -279,11 +279,54 @@ fn a_class_made_after_many_address_classes_finds_room() {
     );
 }
 
+/// A class whose lock comes to be held 1,000 times longer is measured again within 1.5 s
+/// of the change (a watch sees its pace fall), not at its next scheduled experiment,
+/// which after 4 s of steady use is seconds away.
+fn a_class_whose_lock_changes_use_is_measured_again_soon() {
+    if online_cpus() < 2 {
+        return; // one CPU: hardly any contention to learn from
+    }
+    let _alone = one_at_a_time();
+    let dir = scratch();
+    let trace = dir.path().join("trace.log");
+    let mut cmd = preloaded(c_test("auto_phases"), Some("auto"));
+    cmd.env("SPINMUTEX_TRACE", "spinmutex=info")
+        .env("SPINMUTEX_TRACE_FORMAT", "json")
+        .env("SPINMUTEX_TRACE_FILE", &trace);
+    let run = run_bounded(cmd, LIMIT);
+    run.assert_success("auto_phases under auto");
+    let switch: u64 = run
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("switch_ns=")?.parse().ok())
+        .unwrap_or_else(|| panic!("no switch_ns= line on stderr: {}", run.stderr));
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    let policies: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "policy")
+        .collect();
+    // Nanoseconds from the change to the event (negative: before it).
+    let after = |e: &serde_json::Value| i128::from(e["ts_ns"].as_u64().unwrap_or(0)) - i128::from(switch);
+    let measured_soon = policies.iter().any(|e| {
+        let experiment = e["because"] == "measured" || e["because"] == "uncontended";
+        experiment && (1..=1_500_000_000).contains(&after(e))
+    });
+    let listed: Vec<String> =
+        policies.iter().map(|e| format!("{:+} ms {}", after(e) / 1_000_000, e["because"])).collect();
+    assert!(
+        measured_soon,
+        "no experiment within 1.5 s of the change; policy events (ms after it):\n{}",
+        listed.join("\n")
+    );
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = Suite::new();
     tests!(suite, spinner_on_the_owners_cpu_stops_at_once);
     tests!(suite, a_class_held_long_learns_to_sleep, every_class_reports_its_policy);
     tests!(suite, a_class_made_after_many_address_classes_finds_room);
+    tests!(suite, a_class_whose_lock_changes_use_is_measured_again_soon);
     suite.needs(
         "one_cpu_means_no_spinning",
         &[Need::Program("taskset", "util-linux")],

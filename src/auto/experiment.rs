@@ -71,6 +71,10 @@ const CHECKS: u32 = 2;
 /// without watches with a watch every 250 ms, 0.98-1.07× with one every 500 ms: both
 /// within the noise, the longer interval the safer.
 pub(super) const WATCH_INTERVAL_NS: u64 = 500_000_000;
+/// Watches of different classes end at least this far apart, so that a program with
+/// many hot classes spends at most about 5% of its time watching (a watch lasts 5.5 ms),
+/// each class then watched less often.
+const WATCHES_APART_NS: u64 = 100_000_000;
 /// A watched pace this many times faster or slower than the one before means the
 /// workload changed: more than a short lock's two states differ by in one mode (sleep
 /// mode's checks on `sysbench mutex` read 7-26 Mops/s, 3.7×).
@@ -206,6 +210,8 @@ pub(super) struct Experiment {
     class: AtomicU32,
     /// What it is: a [`Run`].
     run: AtomicU8,
+    /// When the last watch, whichever its class, ended.
+    watch_ended_ns: AtomicU64,
     /// The classes in the experiment, the leader's among them: a bit per table entry.
     members: [AtomicU64; CLASSES / 64],
     /// The mode its classes waited in before the experiment (the same for all), and
@@ -289,6 +295,7 @@ const NO_VERDICT: u8 = u8::MAX;
 pub(super) static EXPERIMENT: Experiment = Experiment {
     class: AtomicU32::new(0),
     run: AtomicU8::new(Run::Experiment as u8),
+    watch_ended_ns: AtomicU64::new(0),
     members: [const { AtomicU64::new(0) }; CLASSES / 64],
     before: AtomicU8::new(0),
     began_ns: AtomicU64::new(0),
@@ -376,7 +383,8 @@ pub(super) fn experiment_step(class: &'static Class, weight: u32) {
         // First time hot: the first experiment comes at once.
         class.counts.next_experiment_ns.store(now, Relaxed);
     } else if now < due {
-        if now >= class.counts.next_watch_ns.load(Relaxed) && !class.check_due() {
+        let apart = now >= EXPERIMENT.watch_ended_ns.load(Relaxed).saturating_add(WATCHES_APART_NS);
+        if now >= class.counts.next_watch_ns.load(Relaxed) && !class.check_due() && apart {
             start(class, Run::Watch, now);
         }
         return;
@@ -710,6 +718,7 @@ pub(super) fn watch(class: &Class, per_s: u64, now: u64) {
         c.next_experiment_ns.store(now, Relaxed);
     }
     watch_next(class, per_s, now);
+    EXPERIMENT.watch_ended_ns.store(now, Relaxed);
     EXPERIMENT.close();
 }
 
@@ -1069,6 +1078,12 @@ mod tests {
         assert_eq!(c.pace_per_s.load(Relaxed), per_s);
         assert_eq!(c.next_watch_ns.load(Relaxed), began + CHECK_PHASE_NS + WATCH_INTERVAL_NS);
         assert_eq!(class.mode(), Mode::Spin);
+        // Due again at once, but another watch (its own) ended just now: it waits.
+        c.next_watch_ns.store(0, Relaxed);
+        EXPERIMENT.watch_ended_ns.store(sys::now_ns(), Relaxed);
+        experiment_step(class, SAMPLE);
+        assert!(!class.experimenting(), "watches end at least {WATCHES_APART_NS} ns apart");
+        EXPERIMENT.watch_ended_ns.store(0, Relaxed);
         class.reset();
     }
 

@@ -79,7 +79,8 @@
 //!    every [`WATCH_INTERVAL_NS`]: one phase in its own mode, as long as a check's. A
 //!    pace four times faster or slower than at the watch before means the lock is used
 //!    differently now: the next experiment comes at once, and the waits between
-//!    experiments grow again from the shortest ([`watch`]).
+//!    experiments grow again from the shortest ([`watch`]). Watches of different
+//!    classes end at least 100 ms apart.
 //!
 //! While an experiment runs, every mutex lock and trylock takes the general path (a
 //! bit of `config::fast_path_off`, the word the fast path already tests), which counts
