@@ -446,11 +446,14 @@ int spinmutex_contention_main(int argc, char **argv)
             while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
             }
             left -= ms;
+            if (phase_ms == 0)
+                continue;
             unsigned long now_counted = __atomic_load_n(shared_counter, __ATOMIC_RELAXED);
             phase_ops[phase % 2] += now_counted - counted;
             phase_time_ms[phase % 2] += ms;
             counted = now_counted;
-            __atomic_store_n(&load, loads[++phase % 2], __ATOMIC_RELAXED);
+            if (left > 0) /* the last phase keeps its load until the threads stop */
+                __atomic_store_n(&load, loads[++phase % 2], __ATOMIC_RELAXED);
         }
         __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
         __atomic_store_n(&load, loads[0], __ATOMIC_RELAXED); /* for the report */

@@ -43,6 +43,7 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("prio_mutex", &[]),
     ("starvation", &[]),
     ("sched_idle", &[]),
+    ("auto_phases", &["1000", "500"]),
     ("stress", &[]),
     ("malloc_threads", &[]),
     ("hello_contended", &[]),

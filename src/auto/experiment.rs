@@ -72,8 +72,8 @@ const CHECKS: u32 = 2;
 /// within the noise, the longer interval the safer.
 pub(super) const WATCH_INTERVAL_NS: u64 = 500_000_000;
 /// Watches of different classes end at least this far apart, so that a program with
-/// many hot classes spends at most about 5% of its time watching (a watch lasts 5.5 ms),
-/// each class then watched less often.
+/// many hot classes spends at most about 5% of its time watching (a watch measures for
+/// [`CHECK_PHASE_NS`]), each class then watched less often.
 const WATCHES_APART_NS: u64 = 100_000_000;
 /// A watched pace this many times faster or slower than the one before means the
 /// workload changed: more than a short lock's two states differ by in one mode (sleep
