@@ -11,6 +11,10 @@
  *                 standard error the program started with.
  *   close-all     closes every descriptor, 0 to 2 included, then contends and exits:
  *                 nothing may crash or hang.
+ *   no-stderr     runs itself again with standard error closed (`2>&-`): that copy
+ *                 opens its data file, which gets descriptor 2, writes a line and
+ *                 contends; the data file must then hold that line alone, with no
+ *                 trace line or exit report in it.
  *   fork-quiet    contends, then forks children that never lock (one exits at once,
  *                 one runs /bin/true): the caller checks that no trace file was made
  *                 for them.
@@ -80,9 +84,37 @@ static void daemon_mode(const char *path) {
     if (strcmp(got, expected) != 0) fail("the data file holds:\n%s\nexpected:\n%s", got, expected);
 }
 
+/* The copy started without standard error: its data file becomes descriptor 2. */
+static void without_stderr(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    if (fd != 2) _exit(3); /* fail() would write into the data file */
+    write_all(fd, "data\n");
+    contend();
+}
+
+static void no_stderr_mode(const char *self, const char *path) {
+    pid_t child = fork();
+    if (child < 0) fail("fork: %s", strerror(errno));
+    if (child == 0) {
+        close(2);
+        execl(self, self, "no-stderr", path, "child", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    if (waitpid(child, &status, 0) != child) fail("waitpid: %s", strerror(errno));
+    char got[4096];
+    int in = open(path, O_RDONLY);
+    if (in < 0) fail("open %s: %s", path, strerror(errno));
+    ssize_t n = read(in, got, sizeof got - 1);
+    close(in);
+    got[n < 0 ? 0 : n] = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail("the copy without stderr failed (status %#x); its data file holds:\n%s", status, got);
+    if (strcmp(got, "data\n") != 0) fail("the data file holds:\n%s\nexpected only the program's line", got);
+}
+
 int main(int argc, char **argv) {
     test_begin("fd_hygiene", 30);
-    if (argc < 2) fail("usage: fd_hygiene daemon FILE | close-stderr | close-all");
+    if (argc < 2) fail("usage: fd_hygiene daemon FILE | no-stderr FILE | close-stderr | close-all | fork-quiet | fsize");
     if (strcmp(argv[1], "daemon") == 0) {
         if (argc < 3) fail("daemon needs a data file path");
         daemon_mode(argv[2]);
@@ -107,6 +139,10 @@ int main(int argc, char **argv) {
         struct rlimit limit = {4000, 4000};
         if (setrlimit(RLIMIT_FSIZE, &limit) != 0) fail("setrlimit: %s", strerror(errno));
         for (int i = 0; i < 10; i++) contend();
+    } else if (strcmp(argv[1], "no-stderr") == 0) {
+        if (argc < 3) fail("no-stderr needs a data file path");
+        if (argc > 3) without_stderr(argv[2]);
+        else no_stderr_mode("/proc/self/exe", argv[2]);
     } else if (strcmp(argv[1], "close-all") == 0) {
         close_from(0);
         contend();

@@ -143,6 +143,23 @@ fn report_reaches_standard_error_after_the_program_closed_it() {
     }
 }
 
+/// A program started with standard error closed (`2>&-`) gives descriptor 2 to its first
+/// file: neither the exit report nor trace lines may land in it.
+fn no_output_into_a_file_that_took_descriptor_2() {
+    for strategy in STRATEGIES {
+        for (name, value) in
+            [("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS", "json"), ("SPINMUTEX_TRACE", "trace")]
+        {
+            let dir = scratch();
+            let data = dir.path().join("data");
+            let mut cmd = preloaded(c_test("fd_hygiene"), Some(strategy));
+            cmd.arg("no-stderr").arg(&data).env(name, value);
+            let o = run_bounded(cmd, LIMIT);
+            assert!(o.success(), "{}", describe(&format!("no-stderr under {strategy}, {name}={value}"), &o));
+        }
+    }
+}
+
 /// A forked child that never locks (or execs at once) leaves no `FILE.<pid>` behind.
 fn no_trace_file_for_children_that_never_trace() {
     for strategy in STRATEGIES {
@@ -708,6 +725,7 @@ fn main() -> std::process::ExitCode {
         lock_and_unlock_are_not_cancellation_points,
         descriptors_closed_and_reused_by_the_program,
         report_reaches_standard_error_after_the_program_closed_it,
+        no_output_into_a_file_that_took_descriptor_2,
         no_trace_file_for_children_that_never_trace,
         trace_on_a_full_disk_holds_whole_lines,
         handoff_never_strands_a_lock_with_a_signalled_thread,

@@ -13,7 +13,9 @@
 //! * "Standard error" means the one the program started with: when statistics or
 //!   tracing write there, the library keeps a duplicate of descriptor 2 from load time,
 //!   so that a report still arrives after the program closed its descriptor 2. (The
-//!   duplicate keeps that pipe or terminal open until the process exits.)
+//!   duplicate keeps that pipe or terminal open until the process exits.) A program
+//!   started without one (`2>&-`) gives number 2 to its first file, its data: output
+//!   for standard error then goes nowhere.
 //! * Each line is written with one `write(2)` (never libc's, which is a cancellation
 //!   point). A line that a full disk cut short is taken back off the end of the file, so
 //!   a trace file holds whole lines only.
@@ -27,7 +29,7 @@
 
 use core::ffi::CStr;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
-use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8};
 use libc::c_int;
 
 use crate::sys::{self, FileId};
@@ -204,6 +206,10 @@ impl OwnFd {
 /// The standard error the program started with.
 static STDERR: OwnFd = OwnFd::new();
 
+/// The program started with descriptor 2 closed (`2>&-`): the number then goes to the
+/// first file it opens, its data, and output meant for standard error goes nowhere.
+static NO_STDERR_AT_LOAD: AtomicBool = AtomicBool::new(false);
+
 /// Keeps a duplicate of descriptor 2 for output that must reach it even after the
 /// program closed it. Called by the constructor when output goes to standard error.
 ///
@@ -214,7 +220,11 @@ pub fn keep_stderr() {
     if STDERR.get().is_some() {
         return;
     }
-    let pipe = matches!(Target::of(2), Some(Target { kind: Kind::Pipe, .. }));
+    let Some(at_load) = Target::of(2) else {
+        NO_STDERR_AT_LOAD.store(true, Relaxed);
+        return;
+    };
+    let pipe = at_load.kind == Kind::Pipe;
     let own = if pipe { reopen_pipe(c"/proc/self/fd/2", 2) } else { None };
     if let Some(fd) = own.or_else(|| dup_of(2).ok()) {
         let _ = STDERR.adopt(fd);
@@ -247,12 +257,13 @@ fn dup_of(fd: c_int) -> Result<c_int, c_int> {
 }
 
 /// Where standard-error output goes now: the kept duplicate, else descriptor 2 if it
-/// still leads to the same file, else nowhere.
+/// still leads to the same file, else nowhere (and nowhere if the program started with
+/// no descriptor 2).
 pub fn stderr() -> Option<Target> {
     STDERR.get().or_else(|| if STDERR.same_file(2) { Target::of(2) } else { None }).or_else(|| {
         // Nothing was kept (output to standard error was not expected at load): the
-        // program's descriptor 2 is the best there is.
-        if STDERR.fd.load(Relaxed) == NONE {
+        // program's descriptor 2 is the best there is, unless it started without one.
+        if STDERR.fd.load(Relaxed) == NONE && !NO_STDERR_AT_LOAD.load(Relaxed) {
             Target::of(2)
         } else {
             None
