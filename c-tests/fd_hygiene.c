@@ -53,6 +53,15 @@ static void write_all(int fd, const char *text) {
     if (write(fd, text, n) != (ssize_t)n) fail("write to the data file (fd %d): %s", fd, strerror(errno));
 }
 
+/* What the data file at `path` holds (up to `size` - 1 bytes), as a string. */
+static void read_back(const char *path, char *got, size_t size) {
+    int in = open(path, O_RDONLY);
+    if (in < 0) fail("open %s: %s", path, strerror(errno));
+    ssize_t n = read(in, got, size - 1);
+    close(in);
+    got[n < 0 ? 0 : n] = 0;
+}
+
 static void daemon_mode(const char *path) {
     close_from(3);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
@@ -75,11 +84,7 @@ static void daemon_mode(const char *path) {
     close(fd);
 
     char got[4096];
-    int in = open(path, O_RDONLY);
-    if (in < 0) fail("reopen %s: %s", path, strerror(errno));
-    ssize_t n = read(in, got, sizeof got - 1);
-    close(in);
-    got[n < 0 ? 0 : n] = 0;
+    read_back(path, got, sizeof got);
     const char *expected = "parent before\nparent after\nchild\nparent last\n";
     if (strcmp(got, expected) != 0) fail("the data file holds:\n%s\nexpected:\n%s", got, expected);
 }
@@ -103,11 +108,7 @@ static void no_stderr_mode(const char *self, const char *path) {
     int status;
     if (waitpid(child, &status, 0) != child) fail("waitpid: %s", strerror(errno));
     char got[4096];
-    int in = open(path, O_RDONLY);
-    if (in < 0) fail("open %s: %s", path, strerror(errno));
-    ssize_t n = read(in, got, sizeof got - 1);
-    close(in);
-    got[n < 0 ? 0 : n] = 0;
+    read_back(path, got, sizeof got);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail("the copy without stderr failed (status %#x); its data file holds:\n%s", status, got);
     if (strcmp(got, "data\n") != 0) fail("the data file holds:\n%s\nexpected only the program's line", got);
 }
