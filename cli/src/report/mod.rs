@@ -41,7 +41,8 @@ pub use json::{MutexJson, StatsJson, TraceJson, WaitJson};
 pub use svg::{render_svg, render_svg_all};
 pub use text::{fmt_ns, render_text};
 pub use trace::{
-    bucket, bucket_range, Hist, MutexKey, Stats, Trace, WaitSummary, BUCKETS, TRACE_LEVEL_EVENTS,
+    bucket, bucket_range, Hist, MutexKey, Stats, Trace, WaitSummary, BELOW_INFO_EVENTS, BUCKETS,
+    TRACE_LEVEL_EVENTS,
 };
 
 /// Summarise what the library recorded: statistics reports and traces

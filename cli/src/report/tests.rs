@@ -250,6 +250,24 @@ fn expands_globs_and_finds_children_files() {
 }
 
 #[test]
+fn an_info_level_trace_says_it_holds_no_acquisitions_rather_than_none() {
+    let mut t = Trace::default();
+    t.add_line(r#"{"pid":1,"tid":2,"strategy":"auto","level":"INFO","event":"policy","class":"prog+0x10","from":"spin","to":"sleep","because":"measured","spin_per_s":100,"sleep_per_s":300,"spin_cpu_ns":5,"sleep_cpu_ns":2,"spin_contended_permille":90,"sleep_contended_permille":0,"classes":1}"#);
+    assert_eq!(t.omitted(), Some(BELOW_INFO_EVENTS));
+    let text = render_text(&t, "t.json", 20, false);
+    assert!(text.contains("contended acquisitions: not recorded at this level"), "{text}");
+    assert!(!text.contains("By strategy (contended acquisitions)"), "{text}");
+    assert!(text.contains("timeouts not recorded, forwarded not recorded"), "{text}");
+    assert!(!text.contains("timeouts 0"), "{text}");
+    let json = serde_json::to_value(TraceJson::of(&t)).unwrap();
+    assert_eq!(json["not_recorded"][0], "acquired");
+    // A DEBUG-level event: acquisitions are recorded, trace-level events still are not.
+    t.add_line(r#"{"pid":1,"tid":2,"strategy":"auto","level":"DEBUG","mutex":"0xa","event":"acquired","how":"sleep","spins":0,"sleeps":1,"wait_ns":100}"#);
+    assert_eq!(t.omitted(), Some(TRACE_LEVEL_EVENTS));
+    assert!(render_text(&t, "t.json", 20, false).contains("By strategy (contended acquisitions)"));
+}
+
+#[test]
 fn a_debug_level_trace_says_what_it_does_not_record() {
     let mut t = Trace::default();
     t.add_line(r#"{"pid":1,"tid":2,"strategy":"spin","level":"DEBUG","mutex":"0xa","event":"acquired","how":"sleep","spins":9,"sleeps":1,"wait_ns":100}"#);

@@ -199,11 +199,15 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
         return out;
     }
 
-    // Per process.
+    // Per process. A trace recorded at `info` holds no acquisitions: their columns would
+    // read 0, as if no lock had been contended.
+    let acquisitions = !not_recorded(t, &["acquired"]);
     let _ = writeln!(out, "\n== By process ==\n");
     let mut table = Table::new(1);
     let mut h = vec!["pid".to_string(), "strategy".to_string(), "events".to_string(), "mutexes".to_string()];
-    h.extend(ACQ_HEADER.iter().map(|s| s.to_string()));
+    if acquisitions {
+        h.extend(ACQ_HEADER.iter().map(|s| s.to_string()));
+    }
     table.header.push(h);
     for (pid, s) in &t.by_pid {
         let strategies: Vec<&str> =
@@ -215,39 +219,54 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
             s.events.values().sum::<u64>().to_string(),
             mutexes.to_string(),
         ];
-        row.extend(acquisition_cells(s));
+        if acquisitions {
+            row.extend(acquisition_cells(s));
+        }
         table.rows.push(row);
     }
     out.push_str(&table.render());
 
     // Per strategy.
-    let _ = writeln!(out, "\n== By strategy (contended acquisitions) ==\n");
-    let mut table = Table::new(1);
-    let mut h = vec!["strategy".to_string()];
-    h.extend(ACQ_HEADER.iter().map(|s| s.to_string()));
-    table.header.push(h);
-    for (name, s) in &t.by_strategy {
-        let mut row = vec![name.clone()];
-        row.extend(acquisition_cells(s));
-        table.rows.push(row);
+    if acquisitions {
+        let _ = writeln!(out, "\n== By strategy (contended acquisitions) ==\n");
+        let mut table = Table::new(1);
+        let mut h = vec!["strategy".to_string()];
+        h.extend(ACQ_HEADER.iter().map(|s| s.to_string()));
+        table.header.push(h);
+        for (name, s) in &t.by_strategy {
+            let mut row = vec![name.clone()];
+            row.extend(acquisition_cells(s));
+            table.rows.push(row);
+        }
+        out.push_str(&table.render());
+    } else {
+        let _ = writeln!(
+            out,
+            "\ncontended acquisitions: not recorded at this level (SPINMUTEX_TRACE=debug records them)"
+        );
     }
-    out.push_str(&table.render());
 
     for (name, s) in &t.by_strategy {
         let _ = writeln!(out, "\n-- strategy {name} --");
         let _ = writeln!(out, "  events: {}", event_list(t, s));
-        let _ = writeln!(
-            out,
-            "  handoffs {}, handoff requests {}, timeouts {}, forwarded {} ({} errors), threads {}",
-            s.count("handoff"),
-            if not_recorded(t, &["handoff_request"]) {
+        let count = |event: &str| {
+            if not_recorded(t, &[event]) {
                 "not recorded".to_string()
             } else {
-                s.count("handoff_request").to_string()
-            },
-            s.count("timeout"),
-            s.count("forward"),
-            s.forward_errors,
+                s.count(event).to_string()
+            }
+        };
+        let forwarded = if not_recorded(t, &["forward"]) {
+            count("forward")
+        } else {
+            format!("{} ({} errors)", s.count("forward"), s.forward_errors)
+        };
+        let _ = writeln!(
+            out,
+            "  handoffs {}, handoff requests {}, timeouts {}, forwarded {forwarded}, threads {}",
+            count("handoff"),
+            count("handoff_request"),
+            count("timeout"),
             s.threads.len()
         );
         if not_recorded(t, &["spin_give_up"]) {

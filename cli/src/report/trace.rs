@@ -327,6 +327,11 @@ pub(super) const MALFORMED_EXAMPLES: usize = 5;
 /// The events the library records only at `trace` level.
 pub const TRACE_LEVEL_EVENTS: &[&str] = &["spin_give_up", "sleep", "wake", "handoff_request"];
 
+/// The events the library records at `debug` level and below, then those it records only
+/// at `trace`: what a trace recorded at `info` (`auto`'s policy changes alone) leaves out.
+pub const BELOW_INFO_EVENTS: &[&str] =
+    &["acquired", "handoff", "timeout", "forward", "spin_give_up", "sleep", "wake", "handoff_request"];
+
 impl Trace {
     /// Reads a whole trace; only an I/O error fails.
     pub fn read(&mut self, mut r: impl BufRead) -> std::io::Result<()> {
@@ -421,11 +426,19 @@ impl Trace {
         pid
     }
 
-    /// The events the recorded level leaves out: the `trace`-level ones when the trace
-    /// has events with a level and none at TRACE (it was recorded at `debug`). None when
-    /// nothing is left out, or the trace does not say its levels.
+    /// The events the recorded level leaves out, judged by the most verbose level among
+    /// its events: the `trace`-level ones when none is at TRACE (it was recorded at
+    /// `debug`), and the `debug`-level ones too when none is at DEBUG either (`info`).
+    /// None when nothing is left out, or the trace does not say its levels.
     pub fn omitted(&self) -> Option<&'static [&'static str]> {
-        (!self.levels.is_empty() && !self.levels.contains_key("TRACE")).then_some(TRACE_LEVEL_EVENTS)
+        let has = |level| self.levels.contains_key(level);
+        if self.levels.is_empty() || has("TRACE") {
+            None
+        } else if has("DEBUG") {
+            Some(TRACE_LEVEL_EVENTS)
+        } else {
+            Some(BELOW_INFO_EVENTS)
+        }
     }
 
     /// The call site of a mutex, when a statistics report names it.
