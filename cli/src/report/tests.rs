@@ -259,9 +259,14 @@ fn an_info_level_trace_says_it_holds_no_acquisitions_rather_than_none() {
     assert!(!text.contains("By strategy (contended acquisitions)"), "{text}");
     assert!(text.contains("timeouts not recorded, forwarded not recorded"), "{text}");
     assert!(!text.contains("timeouts 0"), "{text}");
+    assert!(text.contains("(phases: not recorded;"), "{text}");
     let json = serde_json::to_value(TraceJson::of(&t)).unwrap();
     assert_eq!(json["not_recorded"][0], "acquired");
-    // A DEBUG-level event: acquisitions are recorded, trace-level events still are not.
+    // `info,spinmutex::auto=debug`: auto's phases at DEBUG, still no acquisitions.
+    t.add_line(r#"{"pid":1,"tid":2,"strategy":"auto","level":"DEBUG","event":"phase","class":"prog+0x10","phase":0,"mode":"spin","per_s":100,"contended_permille":90,"cpu_ns_per_acq":5,"busy_cpus_permille":1000,"counted":true}"#);
+    assert_eq!(t.omitted(), Some(BELOW_INFO_EVENTS));
+    assert!(!render_text(&t, "t.json", 20, false).contains("(phases: not recorded;"));
+    // A DEBUG-level acquisition: acquisitions are recorded, trace-level events still are not.
     t.add_line(r#"{"pid":1,"tid":2,"strategy":"auto","level":"DEBUG","mutex":"0xa","event":"acquired","how":"sleep","spins":0,"sleeps":1,"wait_ns":100}"#);
     assert_eq!(t.omitted(), Some(TRACE_LEVEL_EVENTS));
     assert!(render_text(&t, "t.json", 20, false).contains("By strategy (contended acquisitions)"));

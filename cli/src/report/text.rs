@@ -343,6 +343,8 @@ fn render_policies(out: &mut String, t: &Trace) {
         return;
     }
     let _ = writeln!(out, "\n== auto: lock class policies ==\n");
+    // Phases are DEBUG events of their own target: none at all means none recorded.
+    let phases_recorded = t.policies.values().any(|p| p.phases > 0);
     let mut table = Table::new(1);
     table
         .header
@@ -354,10 +356,14 @@ fn render_policies(out: &mut String, t: &Trace) {
             p.mode().to_string(),
             p.experiments().to_string(),
             p.changes().to_string(),
-            p.phases.to_string(),
+            if phases_recorded { p.phases.to_string() } else { "-".to_string() },
         ]);
     }
     out.push_str(&table.render());
+    if !phases_recorded {
+        let _ =
+            writeln!(out, "(phases: not recorded; SPINMUTEX_TRACE=info,spinmutex::auto=debug records them)");
+    }
     let start = t.first_ts.unwrap_or(0);
     for ((pid, class), p) in &t.policies {
         let _ = writeln!(out, "\n-- class {class} (pid {pid}): {} --", p.mode());

@@ -324,13 +324,14 @@ pub struct Trace {
 
 pub(super) const MALFORMED_EXAMPLES: usize = 5;
 
-/// The events the library records only at `trace` level.
-pub const TRACE_LEVEL_EVENTS: &[&str] = &["spin_give_up", "sleep", "wake", "handoff_request"];
-
-/// The events the library records at `debug` level and below, then those it records only
-/// at `trace`: what a trace recorded at `info` (`auto`'s policy changes alone) leaves out.
+/// What a trace recorded at `info` (`auto`'s policy changes alone) leaves out: the events
+/// the library records at `debug`, then those it records only at `trace`.
 pub const BELOW_INFO_EVENTS: &[&str] =
     &["acquired", "handoff", "timeout", "forward", "spin_give_up", "sleep", "wake", "handoff_request"];
+/// The events the library records at `debug` (target `spinmutex`).
+pub const DEBUG_LEVEL_EVENTS: &[&str] = BELOW_INFO_EVENTS.split_at(4).0;
+/// The events the library records only at `trace` level.
+pub const TRACE_LEVEL_EVENTS: &[&str] = BELOW_INFO_EVENTS.split_at(4).1;
 
 impl Trace {
     /// Reads a whole trace; only an I/O error fails.
@@ -426,15 +427,15 @@ impl Trace {
         pid
     }
 
-    /// The events the recorded level leaves out, judged by the most verbose level among
-    /// its events: the `trace`-level ones when none is at TRACE (it was recorded at
-    /// `debug`), and the `debug`-level ones too when none is at DEBUG either (`info`).
+    /// The events the recorded level leaves out, judged by the events it holds: the
+    /// `trace`-level ones when none is at TRACE, and the `debug`-level ones too when none
+    /// of those is there either (recorded at `info`, or at
+    /// `info,spinmutex::auto=debug`, whose DEBUG events are `auto`'s phases alone).
     /// None when nothing is left out, or the trace does not say its levels.
     pub fn omitted(&self) -> Option<&'static [&'static str]> {
-        let has = |level| self.levels.contains_key(level);
-        if self.levels.is_empty() || has("TRACE") {
+        if self.levels.is_empty() || self.levels.contains_key("TRACE") {
             None
-        } else if has("DEBUG") {
+        } else if self.by_strategy.values().any(|s| DEBUG_LEVEL_EVENTS.iter().any(|e| s.count(e) > 0)) {
             Some(TRACE_LEVEL_EVENTS)
         } else {
             Some(BELOW_INFO_EVENTS)
