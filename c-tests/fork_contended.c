@@ -3,6 +3,9 @@
  *   may be sleeping or spinning). The child, with only one thread, unlocks A, relocks it,
  *   locks another mutex B (static, used before by the parent), then starts threads that
  *   contend on A with an exact count, and exits 0. The parent unlocks A and checks.
+ *   In some rounds the child first starts a thread that comes for A while the child
+ *   still holds it from the parent, and then lets it in: by waiting on a condition
+ *   variable with A (glibc's own code releases it), or by unlocking A.
  * Part 2: fork without holding anything while threads contend on C, with a
  *   pthread_atfork prepare handler that takes C and parent/child handlers that release
  *   it (the pattern allocators use). The child contends on C with its own threads.
@@ -105,6 +108,36 @@ static void child_condvar_checks(void) {
     EXPECT_RC(pthread_mutex_unlock(&e), EPERM);
 }
 
+/* A thread of the child comes for `m`, which the child's thread held when it forked,
+ * and must get it once that thread lets it in (`by_condvar`: by waiting on a condition
+ * variable with it, else by unlocking it). On return the caller holds `m` again. */
+static atomic_int handed;
+static pthread_cond_t handover_cv = PTHREAD_COND_INITIALIZER;
+
+static void *take_and_signal(void *arg) {
+    pthread_mutex_t *m = arg;
+    OK(pthread_mutex_lock(m));
+    atomic_store(&handed, 1);
+    OK(pthread_cond_signal(&handover_cv));
+    OK(pthread_mutex_unlock(m));
+    return NULL;
+}
+
+static void child_hands_over(pthread_mutex_t *m, int by_condvar) {
+    atomic_store(&handed, 0);
+    pthread_t t = start_thread(take_and_signal, m);
+    usleep(1000); /* let it come for m */
+    if (by_condvar) {
+        while (!atomic_load(&handed)) OK(pthread_cond_wait(&handover_cv, m));
+        join_thread(t); /* it unlocked m before ending; we hold it again */
+    } else {
+        OK(pthread_mutex_unlock(m));
+        join_thread(t);
+        if (!atomic_load(&handed)) fail("the child's thread ended without taking the mutex");
+        OK(pthread_mutex_lock(m));
+    }
+}
+
 static void prepare(void) { OK(pthread_mutex_lock(&c)); }
 static void parent_after(void) { OK(pthread_mutex_unlock(&c)); }
 static void child_after(void) { OK(pthread_mutex_unlock(&c)); }
@@ -136,6 +169,7 @@ static void fork_holding_a(pid_t (*make_child)(void), const char *how, int round
         snprintf(child_name, sizeof child_name, "fork_contended (child of %s, forked holding the mutex)", how);
         test_name = child_name;
         alarm(10);
+        if (round % 3 != 0) child_hands_over(&a, round % 3 == 1);
         OK(pthread_mutex_unlock(&a));
         OK(pthread_mutex_lock(&a));
         /* The owner recorded is the child's own thread id, not the parent's. */

@@ -1,4 +1,4 @@
-//! Condition-variable waits, observed and forwarded unchanged.
+//! Condition-variable waits, observed and forwarded to glibc.
 //!
 //! glibc's `pthread_cond_*wait` and `cnd_*wait` release and retake the caller's mutex
 //! inside glibc, where this library does not see it (and need not: the mutex's bytes
@@ -6,7 +6,10 @@
 //! is not time it holds the mutex, so the library puts wrappers in front of the waits:
 //! with statistics on they tell the statistics that the hold ends when the wait starts
 //! and that the caller owns the mutex again when it returns; either way they pass every
-//! argument and the result through to glibc's own function.
+//! argument and the result through to glibc's own function. One thing they may change
+//! first: under `kernel`, in a forked child, a mutex the caller held when it forked still
+//! names the caller's id in the parent, which glibc's unlock inside the wait would refuse;
+//! the word takes the caller's id in the child (pi.rs).
 //!
 //! The wrappers themselves are C (src/cond.c): a thread cancelled in the wait is
 //! unwound through them, which Rust frames built with panic=abort must never be. This
@@ -28,6 +31,7 @@
 use core::ffi::{c_int, c_void};
 use libc::pthread_mutex_t;
 
+use crate::mutex::RawMutex;
 use crate::{observe, real};
 
 /// The glibc functions the wrappers forward to, in the order src/cond.c numbers them.
@@ -62,6 +66,8 @@ pub extern "C" fn spinmutex_glibc_cond(which: c_int) -> *mut c_void {
 /// The owner of `m` starts waiting on a condition variable.
 #[no_mangle]
 pub extern "C" fn spinmutex_cond_wait_starts(m: *mut pthread_mutex_t) {
+    // SAFETY: the caller's mutex, which it owns; read through atomics.
+    crate::pi::adopt_hold_across_fork(unsafe { RawMutex::from_ptr(m) });
     observe::cond_wait_starts(m);
 }
 

@@ -110,7 +110,12 @@
 //!
 //! A mutex held across `fork` names, in the child, a thread that no longer exists: the
 //! child's only thread, which held it in the parent, may still unlock it (handled
-//! below); the mutexes other threads held stay locked, as under glibc.
+//! below); the mutexes other threads held stay locked, as under glibc. The kernel
+//! refuses the child's other threads that come for such a mutex (`EPERM`: its owner is
+//! a thread of another process), so they wait for an event, which the release counts.
+//! And glibc's condition variables release it with glibc's own unlock, which refuses a
+//! word that does not name the caller's id: so before such a wait the word is given the
+//! thread's id in the child ([`adopt_hold_across_fork`]).
 
 use core::sync::atomic::AtomicU32;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -510,6 +515,23 @@ pub fn release_not_owned(m: &RawMutex) -> c_int {
     0
 }
 
+/// Before a condition-variable wait on `m` in a forked child: if the caller held `m`
+/// when it forked, the word still names the id it had in the parent, and glibc's unlock
+/// inside the wait would refuse it (`EPERM`, and the wait returns at once with the
+/// mutex still held). The word takes the caller's id now, its other bits kept.
+pub fn adopt_hold_across_fork(m: &RawMutex) {
+    let before = crate::thread::tid_before_fork();
+    if before == 0 || m.shared() || !converted(m) {
+        return;
+    }
+    let word = m.word();
+    let current = word.load(Relaxed);
+    if owner_of(current) == before as u32 {
+        let adopted = (current as u32 & !FUTEX_TID_MASK) | crate::thread::tid() as u32;
+        let _ = word.compare_exchange(current, adopted as i32, Relaxed, Relaxed);
+    }
+}
+
 /// Releases `m`, held by `tid`. Decides everything before the release (see mutex.rs).
 #[inline]
 pub fn release(m: &RawMutex, tid: i32) {
@@ -531,9 +553,17 @@ pub fn release(m: &RawMutex, tid: i32) {
 fn release_through_kernel(m: &RawMutex, tid: i32, current: i32, shared: bool) {
     let owner = owner_of(current);
     if owner != tid as u32 && owner == crate::thread::tid_before_fork() as u32 && owner != 0 && !shared {
-        // Held across fork by the thread that forked, which is this child's only
-        // thread: the waiters the word mentions were the parent's and are not here.
+        // Held across fork by the thread that forked. No thread waits in the kernel:
+        // the parent's are not here, and the kernel refused the child's (the header),
+        // which wait for an event instead.
+        if !converted(m) {
+            m.word().store(0, Release);
+            return;
+        }
+        let events = events(m).as_ptr();
+        count_event(m);
         m.word().store(0, Release);
+        wake_event_waiters(events);
         return;
     }
     // Another thread may have released this hold already: this release and that one
