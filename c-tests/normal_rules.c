@@ -12,6 +12,9 @@
  *              and every waiter gets it in turn
  *   handover   a mutex used as a semaphore between threads: taken by one, given back
  *              by another, many rounds, with a second taker waiting
+ *   relay      a mutex used as a semaphore by three takers (lock, timedlock, trylock),
+ *              each release made by one relay thread on request: an exact count, and
+ *              the mutex free at the end
  *   condexit   a thread whose pthread_cond_timedwait timed out exits holding the
  *              mutex; another thread unlocks it (0) and the mutex is free again
  *   exited     a thread exits holding the mutex while another waits for it: the waiter
@@ -177,6 +180,68 @@ static void handover(void) {
     join(t[1]);
 }
 
+/* ---- relay ---- */
+
+enum { RELAY_TAKERS = 3, RELAY_ROUNDS = 20000 };
+static pthread_mutex_t relayed = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t requests = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t requested = PTHREAD_COND_INITIALIZER;
+static int release_wanted, relay_done, inside;
+static long relay_rounds;
+
+/* Releases `relayed` for whichever taker holds it, on request. */
+static void *relay(void *arg) {
+    (void)arg;
+    for (;;) {
+        OK(pthread_mutex_lock(&requests));
+        while (!release_wanted && !relay_done) OK(pthread_cond_wait(&requested, &requests));
+        int release = release_wanted;
+        release_wanted = 0;
+        OK(pthread_mutex_unlock(&requests));
+        if (!release) return NULL;
+        if (__atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST) != 0) fail("relay: two holders");
+        OK(pthread_mutex_unlock(&relayed)); /* not the owner */
+    }
+}
+
+static void *relay_taker(void *arg) {
+    unsigned seed = (unsigned)(long)arg + 1;
+    while (__atomic_load_n(&relay_rounds, __ATOMIC_SEQ_CST) < RELAY_ROUNDS) {
+        seed = seed * 1103515245 + 12345;
+        int rc;
+        if (seed >> 16 & 1) {
+            rc = pthread_mutex_lock(&relayed);
+        } else if (seed >> 17 & 1) {
+            struct timespec soon = in_ms(1);
+            if ((rc = pthread_mutex_timedlock(&relayed, &soon)) == ETIMEDOUT) continue;
+        } else if ((rc = pthread_mutex_trylock(&relayed)) == EBUSY) {
+            sched_yield();
+            continue;
+        }
+        if (rc) fail("relay taker: %s", err_name(rc));
+        if (__atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST) != 1) fail("relay taker: two holders");
+        __atomic_add_fetch(&relay_rounds, 1, __ATOMIC_SEQ_CST);
+        OK(pthread_mutex_lock(&requests));
+        release_wanted = 1;
+        OK(pthread_cond_signal(&requested));
+        OK(pthread_mutex_unlock(&requests));
+    }
+    return NULL;
+}
+
+static void relay_group(void) {
+    pthread_t r = spawn(relay, NULL), t[RELAY_TAKERS];
+    for (long i = 0; i < RELAY_TAKERS; i++) t[i] = spawn(relay_taker, (void *)i);
+    for (int i = 0; i < RELAY_TAKERS; i++) join(t[i]);
+    OK(pthread_mutex_lock(&requests));
+    relay_done = 1;
+    OK(pthread_cond_signal(&requested));
+    OK(pthread_mutex_unlock(&requests));
+    join(r);
+    OK(pthread_mutex_trylock(&relayed));
+    OK(pthread_mutex_unlock(&relayed));
+}
+
 /* ---- condexit ---- */
 
 static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
@@ -323,7 +388,7 @@ int main(int argc, char **argv) {
         const char *name;
         void (*run)(void);
     } groups[] = {
-        {"semaphore", semaphore}, {"double", double_unlock}, {"waiters", waiters},   {"handover", handover},
+        {"semaphore", semaphore}, {"double", double_unlock}, {"waiters", waiters},   {"handover", handover}, {"relay", relay_group},
         {"condexit", condexit},   {"exited", exited},        {"forkheld", forkheld},    {"early", early},
     };
     for (unsigned g = 0; g < sizeof groups / sizeof groups[0]; g++) {

@@ -231,7 +231,8 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
         return acquire_as_glibc_pi(m, tid, deadline);
     }
     let mut sleeps = 0;
-    let mut refused_since = None;
+    // Since when the stray release of which owner has been refused a take-over.
+    let mut refused: Option<(u32, u64)> = None;
     loop {
         let events = events(m).load(Acquire);
         if try_acquire(m, tid) || claim_stray(m, tid) {
@@ -243,12 +244,21 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
             // Our own hold, or a stray release that cannot be taken over yet: wait for
             // a non-owner's unlock or the end of a take-over (the header).
             if owner != tid as u32 {
-                note_if_refused_long(m, refused_since.get_or_insert_with(sys::now_ns));
+                // Timed per stray release: several in one wait, each taken over in
+                // time, are not one refused for long.
+                let since = match refused {
+                    Some((refused_owner, since)) if refused_owner == owner => since,
+                    _ => refused.insert((owner, sys::now_ns())).1,
+                };
+                note_if_refused_long(m, since);
+            } else {
+                refused = None;
             }
             sleeps += 1;
             wait_for_event(m, events, deadline)?;
             continue;
         }
+        refused = None;
         crate::observe::sleeping(m);
         sleeps += 1;
         let (slice, is_deadline) = Deadline::sooner_of(deadline, SLICE_NS);
@@ -459,9 +469,9 @@ fn forget_stale_stray(m: &RawMutex, tid: i32) {
 /// The first time a take-over has waited four slices for threads queued in the kernel
 /// that do not leave (glibc's condition variables retaking the mutex), says what it
 /// waits for.
-fn note_if_refused_long(m: &RawMutex, since: &mut u64) {
+fn note_if_refused_long(m: &RawMutex, since: u64) {
     static SAID: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-    if sys::now_ns().saturating_sub(*since) < 4 * SLICE_NS || SAID.swap(true, Relaxed) {
+    if sys::now_ns().saturating_sub(since) < 4 * SLICE_NS || SAID.swap(true, Relaxed) {
         return;
     }
     let owner = owner_of(m.word().load(Relaxed));

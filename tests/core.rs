@@ -295,6 +295,26 @@ fn normal_mutex_unlocked_by_another_thread_lets_waiters_in() {
     c_program("normal_rules", &["waiters", "handover"]);
 }
 
+/// A mutex used as a semaphore, released by a relay thread: exact, and under `kernel`
+/// without the note meant for condition-variable waiters stuck in the kernel (it once
+/// added up several stray releases, each taken over in time, into one refused long).
+fn normal_mutex_relayed_by_another_thread_raises_no_false_note() {
+    let path = program("normal_rules");
+    under_every_strategy(
+        "normal_rules relay",
+        |strategy| {
+            let mut cmd = preloaded(&path, Some(strategy));
+            cmd.arg("relay");
+            cmd
+        },
+        |_, o| {
+            o.stderr
+                .contains("condition-variable waiter")
+                .then(|| "a note about a condition-variable waiter".into())
+        },
+    );
+}
+
 fn normal_mutex_held_by_a_thread_that_exited() {
     c_program("normal_rules", &["condexit", "exited"]);
 }
@@ -857,6 +877,7 @@ fn main() -> std::process::ExitCode {
         normal_mutex_owner_relocks_to_wait_for_another_threads_unlock,
         normal_mutex_unlock_of_a_free_mutex_succeeds,
         normal_mutex_unlocked_by_another_thread_lets_waiters_in,
+        normal_mutex_relayed_by_another_thread_raises_no_false_note,
         normal_mutex_held_by_a_thread_that_exited,
         normal_mutex_held_by_another_parent_thread_across_fork,
         fork_before_the_library_constructor_gives_the_child_its_own_ids,
