@@ -105,8 +105,9 @@ pub fn note_arm_limits(arms: &[Arm]) {
         eprintln!(
             "spinmutex: note: under kernel, a mutex released by a thread that does not own it while a \
              condition-variable waiter is queued for it reaches that waiter only when its owner next locks, \
-             unlocks or exits, and a thread that exits holding a mutex a condition-variable waiter is queued for \
-             makes glibc abort, as with glibc's own priority-inheritance mutexes (docs/DESIGN.md)"
+             unlocks or exits; a thread that exits holding a mutex a condition-variable waiter is queued for \
+             makes glibc abort, as with glibc's own priority-inheritance mutexes; and a condition-variable wait \
+             on a mutex the caller does not hold returns EPERM at once (docs/DESIGN.md)"
         );
     }
 }
