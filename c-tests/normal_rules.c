@@ -186,7 +186,7 @@ enum { RELAY_TAKERS = 3, RELAY_ROUNDS = 20000 };
 static pthread_mutex_t relayed = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t requests = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t requested = PTHREAD_COND_INITIALIZER;
-static int release_wanted, relay_done, inside;
+static int release_wanted, relay_done, relay_inside;
 static long relay_rounds;
 
 /* Releases `relayed` for whichever taker holds it, on request. */
@@ -199,7 +199,7 @@ static void *relay(void *arg) {
         release_wanted = 0;
         OK(pthread_mutex_unlock(&requests));
         if (!release) return NULL;
-        if (__atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST) != 0) fail("relay: two holders");
+        if (__atomic_sub_fetch(&relay_inside, 1, __ATOMIC_SEQ_CST) != 0) fail("relay: two holders");
         OK(pthread_mutex_unlock(&relayed)); /* not the owner */
     }
 }
@@ -219,7 +219,7 @@ static void *relay_taker(void *arg) {
             continue;
         }
         if (rc) fail("relay taker: %s", err_name(rc));
-        if (__atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST) != 1) fail("relay taker: two holders");
+        if (__atomic_add_fetch(&relay_inside, 1, __ATOMIC_SEQ_CST) != 1) fail("relay taker: two holders");
         __atomic_add_fetch(&relay_rounds, 1, __ATOMIC_SEQ_CST);
         OK(pthread_mutex_lock(&requests));
         release_wanted = 1;
