@@ -487,7 +487,7 @@ fn note_if_refused_long(m: &RawMutex, since: u64) {
 /// thread had in the parent (see `release_through_kernel`).
 pub fn owned_by(m: &RawMutex, tid: i32) -> bool {
     let owner = owner_of(m.word().load(Relaxed));
-    owner == tid as u32 || (owner != 0 && owner == crate::thread::tid_before_fork() as u32 && !m.shared())
+    owner == tid as u32 || held_across_fork(m, owner)
 }
 
 /// An unlock by a thread the word does not name. A program's own priority-inheritance
@@ -530,16 +530,19 @@ pub fn release_not_owned(m: &RawMutex) -> c_int {
 /// inside the wait would refuse it (`EPERM`, and the wait returns at once with the
 /// mutex still held). The word takes the caller's id now, its other bits kept.
 pub fn adopt_hold_across_fork(m: &RawMutex) {
-    let before = crate::thread::tid_before_fork();
-    if before == 0 || m.shared() || !converted(m) {
-        return;
-    }
     let word = m.word();
     let current = word.load(Relaxed);
-    if owner_of(current) == before as u32 {
+    if held_across_fork(m, owner_of(current)) && converted(m) {
         let adopted = (current as u32 & !FUTEX_TID_MASK) | crate::thread::tid() as u32;
         let _ = word.compare_exchange(current, adopted as i32, Relaxed, Relaxed);
     }
+}
+
+/// Whether `owner`, read from `m`'s word, is the id the calling thread had in the
+/// parent: a hold across `fork` by the thread that forked (never on a process-shared
+/// mutex, whose word may name a thread of another process for good reason).
+fn held_across_fork(m: &RawMutex, owner: u32) -> bool {
+    owner != 0 && owner == crate::thread::tid_before_fork() as u32 && !m.shared()
 }
 
 /// Releases `m`, held by `tid`. Decides everything before the release (see mutex.rs).
@@ -562,18 +565,20 @@ pub fn release(m: &RawMutex, tid: i32) {
 #[cold]
 fn release_through_kernel(m: &RawMutex, tid: i32, current: i32, shared: bool) {
     let owner = owner_of(current);
-    if owner != tid as u32 && owner == crate::thread::tid_before_fork() as u32 && owner != 0 && !shared {
+    if owner != tid as u32 && held_across_fork(m, owner) {
         // Held across fork by the thread that forked. No thread waits in the kernel:
         // the parent's are not here, and the kernel refused the child's (the header),
-        // which wait for an event instead.
-        if !converted(m) {
-            m.word().store(0, Release);
-            return;
-        }
+        // which wait for an event instead (a converted mutex's; a program's own
+        // priority-inheritance mutex keeps glibc's bytes there).
+        let converted = converted(m);
         let events = events(m).as_ptr();
-        count_event(m);
+        if converted {
+            count_event(m);
+        }
         m.word().store(0, Release);
-        wake_event_waiters(events);
+        if converted {
+            wake_event_waiters(events);
+        }
         return;
     }
     // Another thread may have released this hold already: this release and that one
