@@ -13,8 +13,9 @@
  *   handover   a mutex used as a semaphore between threads: taken by one, given back
  *              by another, many rounds, with a second taker waiting
  *   relay      a mutex used as a semaphore by three takers (lock, timedlock, trylock),
- *              each release made by one relay thread on request: an exact count, and
- *              the mutex free at the end
+ *              each release made by one relay thread on request: an exact count, no
+ *              taker starved (each takes 1 in 200 of the rounds; a third is its
+ *              share), and the mutex free at the end
  *   condexit   a thread whose pthread_cond_timedwait timed out exits holding the
  *              mutex; another thread unlocks it (0) and the mutex is free again
  *   exited     a thread exits holding the mutex while another waits for it: the waiter
@@ -187,7 +188,7 @@ static pthread_mutex_t relayed = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t requests = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t requested = PTHREAD_COND_INITIALIZER;
 static int release_wanted, relay_done, relay_inside;
-static long relay_rounds;
+static long relay_rounds, relay_taken[RELAY_TAKERS];
 
 /* Releases `relayed` for whichever taker holds it, on request. */
 static void *relay(void *arg) {
@@ -221,6 +222,7 @@ static void *relay_taker(void *arg) {
         if (rc) fail("relay taker: %s", err_name(rc));
         if (__atomic_add_fetch(&relay_inside, 1, __ATOMIC_SEQ_CST) != 1) fail("relay taker: two holders");
         __atomic_add_fetch(&relay_rounds, 1, __ATOMIC_SEQ_CST);
+        relay_taken[(long)arg]++;
         OK(pthread_mutex_lock(&requests));
         release_wanted = 1;
         OK(pthread_cond_signal(&requested));
@@ -238,6 +240,8 @@ static void relay_group(void) {
     OK(pthread_cond_signal(&requested));
     OK(pthread_mutex_unlock(&requests));
     join(r);
+    for (int i = 0; i < RELAY_TAKERS; i++)
+        if (relay_taken[i] < RELAY_ROUNDS / 200) fail("relay: taker %d starved: %ld of %ld rounds", i, relay_taken[i], relay_rounds);
     OK(pthread_mutex_trylock(&relayed));
     OK(pthread_mutex_unlock(&relayed));
 }

@@ -57,8 +57,10 @@
 //!   hand it to the kernel's waiters, so the unlock records a *stray release* of X's
 //!   hold: the stray word (beside the lock word, see `RawMutex::pi_side`) reads X.
 //! * **A stray release is used up** by the first of: X locking the mutex again (the
-//!   word still names X, and the release X waited for has come: it owns the lock); X
-//!   unlocking it (its release and the stray one are one release, which the kernel
+//!   word still names X, and the release X waited for has come: it owns the lock,
+//!   unless threads are queued in the kernel; then, as glibc's unlock wakes its first
+//!   sleeper and X sleeps behind it, X hands the lock to the first of them and queues
+//!   behind); X unlocking it (its release and the stray one are one release, which the kernel
 //!   hands to its first waiter); X exiting (the kernel hands the lock to its first
 //!   waiter); or another thread *taking over* the word. The stray word counts only
 //!   while it names the word's owner: once the lock has passed on it is stale, and the
@@ -235,7 +237,20 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
     let mut refused: Option<(u32, u64)> = None;
     loop {
         let events = events(m).load(Acquire);
-        if try_acquire(m, tid) || claim_stray(m, tid) {
+        if try_acquire(m, tid) {
+            return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
+        }
+        if own_hold_released_while_others_queue(m, tid) {
+            // glibc's unlock wakes its first sleeper, and an owner locking again sleeps
+            // behind those already asleep. Taking the released hold back here would
+            // starve them: they see it only when a slice ends, by which time the owner
+            // has taken it again (one wait of 250 ms in a run of 250 ms). So the hold
+            // goes to the first of them, as the owner's own unlock would give it, and
+            // the owner queues behind them.
+            release(m, tid);
+            continue;
+        }
+        if claim_stray(m, tid) {
             return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
         }
         let owner = owner_of(m.word().load(Relaxed));
@@ -348,6 +363,13 @@ fn count_event(m: &RawMutex) {
 
 fn wake_event_waiters(events: *const u32) {
     sys::futex_wake_bitset(events, i32::MAX, u32::MAX, false);
+}
+
+/// Whether the word names the caller, another thread has released that hold, and
+/// threads are queued in the kernel for the lock.
+fn own_hold_released_while_others_queue(m: &RawMutex, tid: i32) -> bool {
+    let word = m.word().load(Relaxed);
+    owner_of(word) == tid as u32 && word as u32 & FUTEX_WAITERS != 0 && stray(m).load(Acquire) == tid as u32
 }
 
 /// Uses up a stray release of the word's owner's hold: the caller's own hold given back

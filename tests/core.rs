@@ -295,10 +295,12 @@ fn normal_mutex_unlocked_by_another_thread_lets_waiters_in() {
     c_program("normal_rules", &["waiters", "handover"]);
 }
 
-/// A mutex used as a semaphore, released by a relay thread: exact, and under `kernel`
-/// without the note meant for condition-variable waiters stuck in the kernel (it once
-/// added up several stray releases, each taken over in time, into one refused long).
-fn normal_mutex_relayed_by_another_thread_raises_no_false_note() {
+/// A mutex used as a semaphore, released by a relay thread: exact, no taker starved
+/// (under `kernel`, an owner locking again once took back every release of its hold
+/// while a taker queued in the kernel waited the whole run), and under `kernel` without
+/// the note meant for condition-variable waiters stuck in the kernel (it once added up
+/// several stray releases, each taken over in time, into one refused long).
+fn normal_mutex_relayed_by_another_thread_starves_no_taker_and_raises_no_false_note() {
     let path = program("normal_rules");
     under_every_strategy(
         "normal_rules relay",
@@ -877,7 +879,7 @@ fn main() -> std::process::ExitCode {
         normal_mutex_owner_relocks_to_wait_for_another_threads_unlock,
         normal_mutex_unlock_of_a_free_mutex_succeeds,
         normal_mutex_unlocked_by_another_thread_lets_waiters_in,
-        normal_mutex_relayed_by_another_thread_raises_no_false_note,
+        normal_mutex_relayed_by_another_thread_starves_no_taker_and_raises_no_false_note,
         normal_mutex_held_by_a_thread_that_exited,
         normal_mutex_held_by_another_parent_thread_across_fork,
         fork_before_the_library_constructor_gives_the_child_its_own_ids,
