@@ -20,6 +20,10 @@
  *              mutex; another thread unlocks it (0) and the mutex is free again
  *   exited     a thread exits holding the mutex while another waits for it: the waiter
  *              keeps waiting (glibc's word stays locked) until a third thread unlocks
+ *   heir       threads exit holding the mutex, each after asking another thread to
+ *              unlock it, while two threads' trylocks try to take the released
+ *              hold over (under kernel, the kernel gives a dead owner's hold to a
+ *              waiter): every release arrives, no thread waits for ever, 2000 rounds
  *   forkheld   in a child after fork, a mutex another parent thread held is locked:
  *              timedlock times out (glibc blocks), an unlock by the child frees it
  *   early      a fork before every library constructor (from .preinit_array): in the
@@ -301,6 +305,64 @@ static void exited(void) {
     if (!got_left) fail("the waiter never got the mutex");
 }
 
+/* ---- heir ---- */
+
+enum { HEIR_ROUNDS = 2000 };
+static pthread_mutex_t inherited;
+static int heir_release_wanted, heir_done;
+
+/* Unlocks `inherited` for whichever thread holds or held it, on request. */
+static void *heir_releaser(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&heir_done, __ATOMIC_SEQ_CST)) {
+        if (__atomic_exchange_n(&heir_release_wanted, 0, __ATOMIC_SEQ_CST)) OK(pthread_mutex_unlock(&inherited));
+        else sched_yield();
+    }
+    return NULL;
+}
+
+/* Asks for the release of the caller's hold, once the one asked before was made. */
+static void ask_release(void) {
+    while (__atomic_load_n(&heir_release_wanted, __ATOMIC_SEQ_CST)) sched_yield();
+    __atomic_store_n(&heir_release_wanted, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Exits holding it, 0-4 us after asking (`arg`): spread over the window in which the
+ * trylocks may be taking the released hold over. */
+static void *lock_then_exit(void *arg) {
+    OK(pthread_mutex_lock(&inherited));
+    ask_release();
+    compute_for_us((long)arg % 5);
+    return NULL;
+}
+
+static void *trylock_then_exit(void *arg) {
+    (void)arg;
+    int rc;
+    while ((rc = pthread_mutex_trylock(&inherited)) == EBUSY) {
+    }
+    OK(rc);
+    ask_release();
+    return NULL;
+}
+
+static void heir(void) {
+    pthread_t r = spawn(heir_releaser, NULL);
+    for (int round = 0; round < HEIR_ROUNDS; round++) {
+        OK(pthread_mutex_init(&inherited, NULL));
+        pthread_t t[4] = {spawn(lock_then_exit, (void *)(long)(round * 7)), spawn(lock_then_exit, (void *)(long)(round * 13)),
+                          spawn(trylock_then_exit, NULL), spawn(trylock_then_exit, NULL)};
+        for (int i = 0; i < 4; i++) join(t[i]);
+        while (__atomic_load_n(&heir_release_wanted, __ATOMIC_SEQ_CST)) sched_yield();
+        struct timespec soon = in_ms(2000);
+        int rc = pthread_mutex_timedlock(&inherited, &soon);
+        if (rc) fail("heir: round %d: the mutex is not free after every release: %s", round, err_name(rc));
+        OK(pthread_mutex_unlock(&inherited));
+    }
+    __atomic_store_n(&heir_done, 1, __ATOMIC_SEQ_CST);
+    join(r);
+}
+
 /* ---- forkheld ---- */
 
 static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
@@ -393,7 +455,7 @@ int main(int argc, char **argv) {
         void (*run)(void);
     } groups[] = {
         {"semaphore", semaphore}, {"double", double_unlock}, {"waiters", waiters},   {"handover", handover}, {"relay", relay_group},
-        {"condexit", condexit},   {"exited", exited},        {"forkheld", forkheld},    {"early", early},
+        {"condexit", condexit},   {"exited", exited},        {"heir", heir},            {"forkheld", forkheld},    {"early", early},
     };
     for (unsigned g = 0; g < sizeof groups / sizeof groups[0]; g++) {
         int wanted = argc == 1;

@@ -85,7 +85,12 @@
 //!   waits for that unlock, or for its deadline. Where threads did wait when the owner
 //!   exited, the kernel gives the word to the first of them, marked `FUTEX_OWNER_DIED`:
 //!   that thread keeps the word in the dead owner's place and waits on as the owner
-//!   locking again does.
+//!   locking again does. A stray release of the dead owner's hold is its release: one
+//!   already pending frees the hold, and a take-over that was running when the owner
+//!   died hands it to that thread as it ends (the thread waits for that before it
+//!   clears the mark, by which the take-over knows the word was inherited; dropping the
+//!   release there left the heir waiting for ever, 1 run in 150 of a mutex used as a
+//!   semaphore whose takers exit holding it).
 //!
 //! Threads waiting for one of these events sleep on the *events* word, which every
 //! release by a non-owner and every end of a take-over increments before it wakes them,
@@ -255,7 +260,10 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
         }
         let owner = owner_of(m.word().load(Relaxed));
         let stray = stray(m).load(Acquire);
-        if owner == tid as u32 || stray & FUTEX_TID_MASK == owner {
+        // (A word freed since the attempt above names no owner: the kernel takes it for
+        // the caller below. Read as a stray release of "thread 0", it once slept a whole
+        // slice, every thread waiting with the lock free.)
+        if owner == tid as u32 || (owner != 0 && stray & FUTEX_TID_MASK == owner) {
             // Our own hold, or a stray release that cannot be taken over yet: wait for
             // a non-owner's unlock or the end of a take-over (the header).
             if owner != tid as u32 {
@@ -279,7 +287,7 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
         let (slice, is_deadline) = Deadline::sooner_of(deadline, SLICE_NS);
         match sys::futex_lock_pi(m.word(), Some(&slice), false) {
             // Still held, as glibc's word would be, unless its release came already.
-            0 if inherited_from_the_dead(m) && !take_stray_of_the_dead(m, tid) => {}
+            0 if inherits_from_the_dead(m) && !take_stray_of_the_dead(m) => {}
             0 => {
                 forget_stale_stray(m, tid);
                 return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
@@ -426,11 +434,23 @@ fn take_over_unsignalled(m: &RawMutex, tid: i32, x: u32) -> bool {
     if !taken {
         unfence(m, x);
     }
-    // Used up if taken, or if the lock passed on (x's release and the stray one were
-    // one); still pending if the word names x.
-    let pending = !taken && owner_of(word.load(Relaxed)) == x;
+    // Used up if taken, or if x released the lock through the kernel meanwhile (its
+    // release and the stray one were one); still pending if the word names x. If x
+    // exited instead, the kernel gave its hold to the first waiter, marked
+    // `FUTEX_OWNER_DIED` (that heir waits for this take-over to end before it clears
+    // the mark): the release frees the heir's hold now.
+    let pending = if taken {
+        0
+    } else {
+        let now = word.load(Relaxed);
+        match owner_of(now) {
+            owner if owner == x => x,
+            heir if now as u32 & FUTEX_OWNER_DIED != 0 => heir,
+            _ => 0,
+        }
+    };
     count_event(m);
-    stray(m).store(if pending { x } else { 0 }, Release);
+    stray(m).store(pending, Release);
     wake_event_waiters(events(m).as_ptr());
     taken
 }
@@ -452,31 +472,39 @@ fn unfence(m: &RawMutex, x: u32) {
 /// After the kernel gave the caller the word: true if its owner had exited holding it.
 /// The kernel then passes the word to the first waiter with `FUTEX_OWNER_DIED` set;
 /// glibc's normal mutex would stay locked until another thread unlocks it. So the
-/// caller keeps the word in the dead owner's place (the bit cleared, the hold its
-/// own as far as the kernel knows) and waits, as an owner locking again does, for
-/// another thread's unlock.
-fn inherited_from_the_dead(m: &RawMutex) -> bool {
+/// caller keeps the word in the dead owner's place and waits, as an owner locking
+/// again does, for another thread's unlock. A release of the dead owner's hold may be
+/// pending already ([`take_stray_of_the_dead`]); a take-over of it may be running,
+/// and passes it to the caller when it ends, by the mark it sees: so the mark is
+/// cleared (the hold the caller's own as far as the kernel knows) only after that.
+fn inherits_from_the_dead(m: &RawMutex) -> bool {
     let word = m.word();
+    if word.load(Relaxed) as u32 & FUTEX_OWNER_DIED == 0 {
+        return false;
+    }
+    while stray(m).load(Acquire) & TAKING_OVER != 0 {
+        // SAFETY: sched_yield has no preconditions; a take-over ends within a few
+        // system calls, with signals blocked.
+        unsafe { libc::sched_yield() };
+    }
     let mut current = word.load(Relaxed);
     while current as u32 & FUTEX_OWNER_DIED != 0 {
         match word.compare_exchange(current, (current as u32 & !FUTEX_OWNER_DIED) as i32, Relaxed, Relaxed) {
-            Ok(_) => return true,
+            Ok(_) => break,
             Err(now) => current = now,
         }
     }
-    false
+    true
 }
 
-/// After [`inherited_from_the_dead`]: a stray release pending for another thread was
-/// for the dead owner (a stray word names the word's owner or is cleared when the word
-/// passes on, and it passed straight from the dead owner to the caller). That release
-/// frees the hold the caller inherited: the caller owns the lock.
-fn take_stray_of_the_dead(m: &RawMutex, tid: i32) -> bool {
+/// After [`inherits_from_the_dead`]: a pending stray release is for the dead owner's
+/// hold, which the caller now holds (a stray word names the word's owner or is cleared
+/// when the word passes on, and it passed straight from the dead owner to the caller),
+/// or was passed to the caller by a take-over that ended. It frees the caller's hold:
+/// the caller owns the lock.
+fn take_stray_of_the_dead(m: &RawMutex) -> bool {
     let x = stray(m).load(Acquire);
-    x != 0
-        && x & TAKING_OVER == 0
-        && x != tid as u32
-        && stray(m).compare_exchange(x, 0, Acquire, Relaxed).is_ok()
+    x != 0 && x & TAKING_OVER == 0 && stray(m).compare_exchange(x, 0, Acquire, Relaxed).is_ok()
 }
 
 /// After the kernel gave the caller the lock: a stray word naming an earlier owner no
