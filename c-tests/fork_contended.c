@@ -13,11 +13,17 @@
  *   the child must still be seen as its own thread (errorcheck/recursive ownership,
  *   __owner = its tid, a condvar wait with an errorcheck mutex), and requests that the
  *   parent's sleeping threads left in the held mutex must not stall the child.
+ * Part 4: a child made by the raw clone system call, as Chromium and Firefox start their
+ *   sandboxed processes: no fork handler runs and glibc's cached thread id still names
+ *   the parent's thread, until the child corrects it (they find it as libthread_db
+ *   does); then mutexes the child locks must name the child, as glibc's own would.
  * The parent's contenders keep an exact count throughout.
- * usage: fork_contended [fork] [_Fork] [atfork]   (no argument: all three parts) */
+ * usage: fork_contended [fork] [_Fork] [atfork] [clone]   (no argument: all four parts) */
 #include "check.h"
 
+#include <dlfcn.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define CONTENDERS 3
@@ -189,6 +195,28 @@ static void fork_holding_a(pid_t (*make_child)(void), const char *how, int round
     reap(pid, what, round);
 }
 
+/* What the browsers do in a child of a raw clone: write the child's id into glibc's
+ * cached one (struct pthread's tid, at the offset glibc publishes for libthread_db). */
+static void correct_glibc_cached_tid(void) {
+    const unsigned *tid_field = dlsym(RTLD_DEFAULT, "_thread_db_pthread_tid"); /* bits, count, offset */
+    if (!tid_field) fail("glibc publishes no _thread_db_pthread_tid");
+    *(pid_t *)((char *)pthread_self() + tid_field[2]) = gettid();
+}
+
+static void raw_clone(int round) {
+    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (pid < 0) fail("clone: %s", strerror(errno));
+    if (pid == 0) {
+        test_name = "fork_contended (child of a raw clone)";
+        alarm(10);
+        correct_glibc_cached_tid();
+        child_typed_checks();
+        child_condvar_checks();
+        _exit(0);
+    }
+    reap(pid, "raw clone", round);
+}
+
 int main(int argc, char **argv) {
     test_begin("fork_contended", 30);
     test_name = "fork_contended (parent)";
@@ -201,6 +229,8 @@ int main(int argc, char **argv) {
 
     for (int i = 0; wanted(argc, argv, "fork") && i < FORKS; i++) fork_holding_a(fork, "fork", i);
     for (int i = 0; wanted(argc, argv, "_Fork") && i < FORKS; i++) fork_holding_a(_Fork, "_Fork", i);
+
+    for (int i = 0; wanted(argc, argv, "clone") && i < FORKS; i++) raw_clone(i);
 
     if (wanted(argc, argv, "atfork")) OK(pthread_atfork(prepare, parent_after, child_after));
     for (int i = 0; wanted(argc, argv, "atfork") && i < FORKS; i++) {

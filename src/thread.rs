@@ -197,18 +197,36 @@ fn set_cached_tid(tid: i32) {
 
 static PID: AtomicI32 = AtomicI32::new(0);
 
+/// Where, from the thread pointer, glibc keeps the calling thread's id: `struct
+/// pthread`'s `tid`, the id glibc itself writes into `__owner`. glibc publishes the
+/// offset for libthread_db (`_thread_db_pthread_tid`). 0: unknown (before the
+/// constructor, or another libc), and the library's own cache serves instead.
+///
+/// Reading glibc's copy rather than keeping one keeps `__owner` what glibc would write
+/// where a program changes the copy itself: Chromium and Firefox start their sandboxed
+/// processes with a raw `clone` (no fork handler runs), correct glibc's cached id in
+/// the child, and then check that a recursive mutex they lock names it. With the
+/// library's own cache still naming the parent's thread, every sandboxed child failed
+/// that check and the browser never rendered.
+static GLIBC_TID_OFFSET: AtomicIsize = AtomicIsize::new(0);
+
 /// Whether `tid` is the calling thread's id, without asking the kernel: a thread whose
 /// id was never asked for (so false for it) cannot own anything, since every owner's id
 /// was asked for when it took the lock. Lets a fast path compare without a call.
 #[inline(always)]
 pub fn is_current(tid: i32) -> bool {
-    let me = cached_tid();
+    let offset = GLIBC_TID_OFFSET.load(Relaxed);
+    let me = if offset != 0 { read_tls_i32(offset) } else { cached_tid() };
     me != 0 && me == tid
 }
 
 /// The calling thread's id.
 #[inline]
 pub fn tid() -> i32 {
+    let offset = GLIBC_TID_OFFSET.load(Relaxed);
+    if offset != 0 {
+        return read_tls_i32(offset);
+    }
     match cached_tid() {
         0 => first_tid(),
         tid => tid,
@@ -260,14 +278,21 @@ pub fn single_threaded() -> bool {
 /// mutexes the thread held when it forked.
 static TID_BEFORE_FORK: AtomicI32 = AtomicI32::new(0);
 
+/// The forking thread's id, from just before the `fork`.
+static FORKING_TID: AtomicI32 = AtomicI32::new(0);
+
 pub fn tid_before_fork() -> i32 {
     TID_BEFORE_FORK.load(Relaxed)
+}
+
+extern "C" fn before_fork() {
+    FORKING_TID.store(tid(), Relaxed);
 }
 
 /// In a child after `fork` (or `_Fork`): the one thread left has a new id, and so does
 /// the process.
 pub extern "C" fn after_fork_in_child() {
-    TID_BEFORE_FORK.store(cached_tid(), Relaxed);
+    TID_BEFORE_FORK.store(FORKING_TID.load(Relaxed), Relaxed);
     set_cached_tid(crate::sys::gettid());
     PID.store(crate::sys::getpid(), Relaxed);
     crate::auto::after_fork_in_child();
@@ -295,8 +320,9 @@ pub fn cpu() -> Option<u32> {
 #[inline(always)]
 fn read_tls_i32(offset: isize) -> i32 {
     let value: i32;
-    // SAFETY: reads 4 bytes of this thread's own TLS block at an offset glibc published
-    // for its `rseq` area, which lives as long as the thread.
+    // SAFETY: reads 4 bytes of this thread's own thread control block or TLS block, at
+    // an offset glibc published (its `rseq` area, its `struct pthread`'s thread id),
+    // which live as long as the thread.
     unsafe {
         core::arch::asm!(
             "mov {value:e}, dword ptr fs:[{offset}]",
@@ -333,12 +359,33 @@ fn find_rseq() {
     }
 }
 
-/// Registers the fork handler, then starts caching ids. Called once, by the
+/// Finds glibc's own copy of the thread id (see [`GLIBC_TID_OFFSET`]), and uses it if
+/// it reads the caller's id.
+fn find_glibc_tid() {
+    // SAFETY: dlsym with a NUL-terminated name only looks the symbol up.
+    let descriptor = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_thread_db_pthread_tid".as_ptr()) };
+    if descriptor.is_null() || !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    // SAFETY: glibc's libthread_db descriptor: three 32-bit words, the field's size in
+    // bits, its count and its offset in `struct pthread`.
+    let [bits, count, offset] = unsafe { *(descriptor as *const [u32; 3]) };
+    // `struct pthread` starts at the thread pointer on x86-64; it is a few KiB long.
+    if bits != 32 || count != 1 || offset == 0 || offset >= 4096 {
+        return;
+    }
+    if read_tls_i32(offset as isize) == crate::sys::gettid() {
+        GLIBC_TID_OFFSET.store(offset as isize, Relaxed);
+    }
+}
+
+/// Registers the fork handlers, then starts caching ids. Called once, by the
 /// constructor.
 pub fn init() {
     find_rseq();
-    // SAFETY: registers a plain function that only touches this module's state.
-    unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    find_glibc_tid();
+    // SAFETY: registers plain functions that only touch this module's state.
+    unsafe { libc::pthread_atfork(Some(before_fork), None, Some(after_fork_in_child)) };
     PID.store(crate::sys::getpid(), Relaxed);
     CACHING.store(true, Release);
 }

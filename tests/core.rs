@@ -324,6 +324,13 @@ fn normal_mutex_held_by_a_thread_that_exited() {
     c_program("normal_rules", &["condexit", "exited", "heir"]);
 }
 
+/// Chromium and Firefox start sandboxed processes with a raw `clone`, correct glibc's
+/// cached thread id in the child, and check that a mutex they lock names it: the
+/// library's own cached id, still the parent's, made every browser hang.
+fn child_of_a_raw_clone_owns_mutexes_by_the_id_glibc_keeps() {
+    c_program("fork_contended", &["clone"]);
+}
+
 fn normal_mutex_held_by_another_parent_thread_across_fork() {
     c_program("normal_rules", &["forkheld"]);
 }
@@ -876,6 +883,7 @@ fn main() -> std::process::ExitCode {
         cxx_std_mutexes_and_condition_variable,
         fork_while_contended,
         fork_without_atfork_handlers,
+        child_of_a_raw_clone_owns_mutexes_by_the_id_glibc_keeps,
         process_shared_mutex_and_condvar,
         process_shared_mutex_beside_a_process_without_preload,
         mutex_locked_through_glibc_and_the_preload_at_once,
