@@ -5,7 +5,10 @@
  *  - released by the holder part-way: acquired (0) soon after the release, well
  *    before the deadline;
  *  - several waiters timing out together while one more waits without a timeout:
- *    the untimed waiter still gets the mutex when it is released (no lost wake-up). */
+ *    the untimed waiter still gets the mutex when it is released (no lost wake-up);
+ *  - a null timespec, which glibc reads only when it is about to block, as no time
+ *    limit: a free mutex is taken, the owner gets EDEADLK (errorcheck) or a second
+ *    count (recursive), and a mutex held for 30 ms is waited for (0, not EINVAL). */
 #include "check.h"
 
 #define TIMEOUT_MS 30
@@ -109,6 +112,19 @@ int main(void) {
             if (ws[3].rc != 0) fail("%s: untimed waiter returned %s", what, err_name(ws[3].rc));
             OK(pthread_mutex_lock(&m));
             OK(pthread_mutex_unlock(&m));
+
+            /* No timespec: no time limit. */
+            EXPECT_RC(timed(&m, (enum how)how, NULL), 0);
+            if (types[t] == PTHREAD_MUTEX_ERRORCHECK) EXPECT_RC(timed(&m, (enum how)how, NULL), EDEADLK);
+            if (types[t] == PTHREAD_MUTEX_RECURSIVE) {
+                EXPECT_RC(timed(&m, (enum how)how, NULL), 0);
+                OK(pthread_mutex_unlock(&m));
+            }
+            OK(pthread_mutex_unlock(&m));
+            holder_start(&h, &m, 30);
+            EXPECT_RC(timed(&m, (enum how)how, NULL), 0);
+            OK(pthread_mutex_unlock(&m));
+            join_thread(h.thread);
             OK(pthread_mutex_destroy(&m));
         }
     }

@@ -1,6 +1,7 @@
 /* Priority-inherit (PTHREAD_PRIO_INHERIT) and priority-protect (PTHREAD_PRIO_PROTECT)
  * mutexes, which the library forwards to glibc: contended exact counts for each type,
- * trylock EBUSY, timedlock ETIMEDOUT while held, errorcheck EDEADLK/EPERM, recursive
+ * trylock EBUSY, timedlock ETIMEDOUT while held (EINVAL for a negative time under PI),
+ * errorcheck EDEADLK/EPERM (trylock by the owner too), recursive
  * nesting, and a condvar producer/consumer on a PI mutex.
  * glibc's PRIO_PROTECT only works for threads under a real-time policy (a SCHED_OTHER
  * thread gets EINVAL from the lock), so that part runs with every thread at SCHED_FIFO
@@ -75,6 +76,7 @@ static void one(int protocol, int type, const char *name) {
     /* own-lock behaviour per type */
     if (type == PTHREAD_MUTEX_ERRORCHECK) {
         EXPECT_RC(pthread_mutex_lock(&m), EDEADLK);
+        EXPECT_RC(pthread_mutex_trylock(&m), EDEADLK); /* (EBUSY without a protocol) */
     } else if (type == PTHREAD_MUTEX_RECURSIVE) {
         OK(pthread_mutex_lock(&m));
         OK(pthread_mutex_trylock(&m));
@@ -95,6 +97,9 @@ static void one(int protocol, int type, const char *name) {
     rc = pthread_mutex_timedlock(&m, &ts);
     if (rc != ETIMEDOUT) fail("%s: timedlock while held returned %s", name, err_name(rc));
     if (now_ns(CLOCK_REALTIME) < ts_ns(&ts) - 1000000) fail("%s: timedlock timed out early", name);
+    /* A negative time: PI leaves it to the kernel, which refuses it; PP times out. */
+    struct timespec negative = {-1, 0};
+    EXPECT_RC(pthread_mutex_timedlock(&m, &negative), protocol == PTHREAD_PRIO_INHERIT ? EINVAL : ETIMEDOUT);
     holder_release(&h);
     ts = deadline_in(CLOCK_REALTIME, 1000000000LL);
     OK(pthread_mutex_timedlock(&m, &ts));

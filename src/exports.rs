@@ -160,16 +160,15 @@ unsafe fn forward(m: *mut pthread_mutex_t, call: Call) -> c_int {
 }
 
 /// glibc refuses a clock a futex cannot time out on, even for a free mutex; it checks
-/// the timespec only when it is about to block.
+/// the timespec only when it is about to block, and a null one means no time limit
+/// (programs pass null for "no limit" and rely on getting the lock).
 unsafe fn timed_lock(m: &crate::mutex::RawMutex, clock: clockid_t, abstime: *const timespec) -> c_int {
     if !sys::clock_supported(clock) {
         return libc::EINVAL;
     }
-    // SAFETY: the caller's timespec, read once; null is refused instead of crashing.
-    let Some(at) = (unsafe { abstime.as_ref() }) else {
-        return libc::EINVAL;
-    };
-    lock::lock(m, Some(&Deadline { clock, at: *at }))
+    // SAFETY: the caller's timespec, read once, or null.
+    let deadline = unsafe { abstime.as_ref() }.map(|at| Deadline { clock, at: *at });
+    lock::lock(m, deadline.as_ref())
 }
 
 /// `pthread_mutex_init` and its old name enter here with the caller's return address

@@ -78,6 +78,13 @@ fn lock_converting(m: &RawMutex, deadline: Option<&Deadline>) -> c_int {
             Some(Protocol::Word) if m.try_acquire() => Ok(()),
             Some(Protocol::Word) => wait(m, deadline, RawMutex::acquire_contended),
             Some(Protocol::PriorityInheritance) if pi::try_acquire(m, tid) => Ok(()),
+            // glibc leaves a priority-inheritance mutex's deadline to the kernel, which
+            // refuses a negative time (a normal mutex times out on one).
+            Some(Protocol::PriorityInheritance)
+                if deadline.is_some_and(|d| d.at.tv_sec < 0) && pi::programs_own(m) =>
+            {
+                Err(libc::EINVAL)
+            }
             Some(Protocol::PriorityInheritance) => wait(m, deadline, |m, d| pi::acquire_contended(m, tid, d)),
             None => match deadline
                 .map_or(Ok(()), Deadline::check)
@@ -126,6 +133,11 @@ pub fn trylock(m: &RawMutex) -> c_int {
     let ty = m.kind() & kind::TYPE_MASK;
     if ty == kind::RECURSIVE && m.owner() == tid {
         return relock(m, ty);
+    }
+    // glibc's trylock refuses an error-checking priority-inheritance mutex's owner with
+    // `EDEADLK` (an error-checking mutex of the word protocol answers `EBUSY`).
+    if ty == kind::ERRORCHECK && m.owner() == tid && pi::programs_own(m) {
+        return libc::EDEADLK;
     }
     let taken = match protocol(m) {
         Some(Protocol::Word) => m.try_acquire(),

@@ -215,6 +215,12 @@ fn converted(m: &RawMutex) -> bool {
     m.kind() & kind::CONVERTED != 0
 }
 
+/// A priority-inheritance mutex the program made so (not converted): glibc's rules for
+/// those apply to it.
+pub fn programs_own(m: &RawMutex) -> bool {
+    m.kind() & (kind::PRIO_INHERIT | kind::CONVERTED) == kind::PRIO_INHERIT
+}
+
 fn owner_of(word: i32) -> u32 {
     word as u32 & FUTEX_TID_MASK
 }
