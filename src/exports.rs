@@ -250,6 +250,7 @@ pub fn made(m: *mut pthread_mutex_t, caller: usize) {
 /// internally, not through this symbol, and runs the atfork handler as usual.
 #[no_mangle]
 pub unsafe extern "C" fn _Fork() -> libc::pid_t {
+    thread::before_fork();
     // SAFETY: glibc's `_Fork` takes no arguments.
     let pid = unsafe { real::fork_no_handlers() };
     if pid == 0 {

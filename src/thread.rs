@@ -285,7 +285,8 @@ pub fn tid_before_fork() -> i32 {
     TID_BEFORE_FORK.load(Relaxed)
 }
 
-extern "C" fn before_fork() {
+/// Before `fork` (or `_Fork`), in the forking thread.
+pub extern "C" fn before_fork() {
     FORKING_TID.store(tid(), Relaxed);
 }
 
