@@ -101,7 +101,12 @@ pub fn main() -> ExitCode {
         Cmd::Bench(a) => ("bench", bench::main(a)),
         Cmd::Report(a) => ("report", report::main(a)),
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "spinmutex", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "spinmutex", &mut script);
+            if let Err(e) = output::stdout(&String::from_utf8_lossy(&script)) {
+                output::stderr(&format!("spinmutex completions: {e}\n"));
+                return ExitCode::from(1);
+            }
             ("completions", Ok(0))
         }
         Cmd::Man { subcommand, out } => ("man", man::main(subcommand.as_deref(), out.as_deref())),

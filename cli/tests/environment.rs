@@ -1,6 +1,7 @@
 //! Integration tests of the `spinmutex` command and its environment: `SPINMUTEX_*`
-//! names it does not know, statistics that would make `bench`'s arms incomparable,
-//! and a reader of its output that goes away while a program runs; and of the test
+//! names it does not know, statistics that would make `bench`'s arms incomparable, a
+//! reader of its output that goes away while a program runs, an output that fails or
+//! a file that cannot be made; and of the test
 //! suite's own closing line over the programs missing from the machine.
 
 #[path = "../../tests/common/mod.rs"]
@@ -180,6 +181,60 @@ fn ab_ended_by_a_broken_pipe_stops_the_program() {
     assert!(left.is_empty(), "processes of the program outlived spinmutex ab: {left:?}");
 }
 
+/// A full disk under standard output, or a reader of it that quits at once, loses
+/// neither `bench`'s nor `ab`'s files: they are written before the text report, and a
+/// failed write of the report is an error on standard error (exit 1), not a panic.
+fn results_survive_a_standard_output_that_fails() {
+    let dir = scratch();
+    let file = |name: &str| dir.path().join(name).display().to_string();
+    let bench = ["bench", "--threads", "1", "--loads", "1", "--runs", "1", "--duration-ms", "10"];
+    let ab = ["ab", "-n", "2", "--warmup", "0", "-s", "glibc", "--without-none"];
+    for (what, args) in [
+        ("bench", [&bench[..], &["--json", &file("b.json"), "--csv", &file("b.csv")]].concat()),
+        ("ab", [&ab[..], &["--json", &file("a.json"), "--", "true"]].concat()),
+    ] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("open /dev/full");
+        let o = spinmutex(&args).stdin(Stdio::null()).stdout(full).output().expect("run spinmutex");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{what} >/dev/full: {stderr}");
+        assert!(stderr.contains("cannot write to standard output"), "{what} >/dev/full: {stderr}");
+        assert!(!stderr.contains("panicked"), "{what} >/dev/full: {stderr}");
+    }
+    for name in ["b.json", "b.csv", "a.json"] {
+        let text = std::fs::read_to_string(file(name)).unwrap_or_default();
+        assert!(text.len() > 10, "{name} was not written");
+        std::fs::remove_file(file(name)).unwrap();
+    }
+    // `| true`: the text report meets a closed pipe; the files are there already.
+    let mut child = spinmutex(&[&bench[..], &["--json", &file("b.json")]].concat())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn spinmutex bench");
+    drop(child.stdout.take());
+    let status = child.wait().expect("wait for spinmutex bench");
+    assert!(std::fs::metadata(file("b.json")).is_ok(), "bench | true wrote no file: {status:?}");
+}
+
+/// A file `bench` or `ab` could not make is refused before anything runs, not after
+/// the whole measurement.
+fn an_output_file_that_cannot_be_made_is_refused_first() {
+    let dir = scratch();
+    let bench = ["bench", "--threads", "1", "--loads", "1", "--runs", "1", "--duration-ms", "10"];
+    let here = dir.path().display().to_string();
+    for (option, path, words) in [
+        ("--json", "/nonexistent/x.json", "no directory"),
+        ("--csv", here.as_str(), "is a directory"),
+        ("--svg", here.as_str(), "is a directory"),
+    ] {
+        let args = [&bench[..], &[option, path]].concat();
+        assert_refused(&format!("{args:?}"), &run_bounded(spinmutex(&args), LIMIT), &[option, words]);
+    }
+    let args = ["ab", "-n", "2", "--json", "/nonexistent/x.json", "--", "true"];
+    assert_refused(&format!("{args:?}"), &run_bounded(spinmutex(&args), LIMIT), &["--json", "no directory"]);
+}
+
 /// The closing line of every test binary totals the skips of all the binaries of the
 /// same `cargo test` so far (the files of other runs left out) and gives the one
 /// `apt-get install` line with every package that would run them.
@@ -219,6 +274,8 @@ fn main() -> std::process::ExitCode {
         unknown_spinmutex_names_are_refused_with_the_nearest_setting,
         bench_refuses_statistics_like_ab,
         ab_ended_by_a_broken_pipe_stops_the_program,
+        results_survive_a_standard_output_that_fails,
+        an_output_file_that_cannot_be_made_is_refused_first,
         skips_are_totalled_over_the_binaries_of_a_run,
     );
     suite.run()

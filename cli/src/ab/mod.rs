@@ -230,6 +230,9 @@ struct Quantity {
 pub fn main(a: AbArgs) -> Result<u8, Failure> {
     let arms = arms(&a)?;
     library::note_arm_limits(&arms);
+    if let Some(path) = &a.json {
+        crate::output::check_file("--json", path).map_err(|e| Failure::Usage("ab", e))?;
+    }
     let json_to_stdout = a.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout && a.show_output {
         return Err(Failure::Usage(
@@ -412,20 +415,15 @@ pub fn main(a: AbArgs) -> Result<u8, Failure> {
         comparisons,
     };
     let text = render(&report, &quantities, &lib, &failed, &no_metric);
-    if json_to_stdout {
-        // Standard output carries the JSON alone, for a pipe into jq.
-        eprint!("{text}");
-        let json = serde_json::to_string_pretty(&report).expect("the report serialises");
-        println!("{json}");
-    } else {
-        print!("{text}");
-    }
-    if let Some(path) = a.json.as_ref().filter(|_| !json_to_stdout) {
-        let text = serde_json::to_string_pretty(&report).expect("the report serialises");
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
-        eprintln!("spinmutex ab: wrote {}", path.display());
-    }
+    // With --json -, standard output carries the JSON alone, for a pipe into jq.
+    let files: Vec<_> = a
+        .json
+        .as_deref()
+        .map(|path| (path, serde_json::to_string_pretty(&report).expect("the report serialises") + "\n"))
+        .into_iter()
+        .collect();
+    child::stop_catching_interrupts();
+    crate::output::files_then_text("ab", files, &text).map_err(Failure::Runtime)?;
     Ok(match interrupted {
         Some(sig) => child::interrupted_status(sig),
         None => u8::from(!(failed.is_empty() && no_metric.is_empty())),

@@ -184,7 +184,8 @@ fn to_stdout(a: &BenchArgs) -> usize {
     [&a.csv, &a.json, &a.svg].iter().filter(|f| f.as_deref().is_some_and(is_stdout)).count()
 }
 
-/// Refuses more than one of --csv, --json and --svg on standard output.
+/// Refuses more than one of --csv, --json and --svg on standard output, and a file
+/// that cannot be made, before any measurement.
 pub(crate) fn check_outputs(a: &BenchArgs) -> Result<(), Failure> {
     if to_stdout(a) > 1 {
         return Err(Failure::Usage(
@@ -192,30 +193,21 @@ pub(crate) fn check_outputs(a: &BenchArgs) -> Result<(), Failure> {
             "only one of --csv, --json and --svg can be - (standard output)".into(),
         ));
     }
+    for (option, path) in [("--csv", &a.csv), ("--json", &a.json), ("--svg", &a.svg)] {
+        if let Some(path) = path {
+            crate::output::check_file(option, path).map_err(|e| Failure::Usage("bench", e))?;
+        }
+    }
     Ok(())
 }
 
-/// Prints the text report: on standard output, or on standard error when one of the
-/// files asked for goes to standard output, which then carries that file alone.
-pub(crate) fn print_text(a: &BenchArgs, text: &str) {
-    if to_stdout(a) > 0 {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
-}
-
-/// Writes one of the files a grid was asked for (--csv, --json, --svg), and says so;
-/// `-` is standard output.
-pub(crate) fn write(path: &Path, text: String) -> Result<(), Failure> {
-    if is_stdout(path) {
-        print!("{text}");
-        return Ok(());
-    }
-    std::fs::write(path, text)
-        .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
-    eprintln!("spinmutex bench: wrote {}", path.display());
-    Ok(())
+/// Writes the files a grid was asked for (--csv, --json, --svg; `-` is standard
+/// output), then the text report (see `output::files_then_text`), with the default
+/// action of SIGINT and SIGTERM back: the measurement is over, and a file that blocks
+/// (a FIFO nobody reads) must not make the command unstoppable.
+pub(crate) fn finish(files: Vec<(&Path, String)>, text: &str) -> Result<(), Failure> {
+    child::stop_catching_interrupts();
+    crate::output::files_then_text("bench", files, text).map_err(Failure::Runtime)
 }
 
 /// Stops the benchmark (Err) when the library did not load in a run of `arm` as asked:

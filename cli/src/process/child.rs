@@ -174,6 +174,15 @@ pub fn catch_interrupts() {
     }
 }
 
+/// Gives SIGINT, SIGTERM, SIGHUP and SIGPIPE their default action again, once no child
+/// runs: what is left (writing the results) must stay stoppable.
+pub fn stop_catching_interrupts() {
+    for sig in INTERRUPTS.into_iter().chain([libc::SIGPIPE]) {
+        // SAFETY: signal(2) with SIG_DFL.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
+}
+
 /// The signal that interrupted this command, if one did.
 pub fn interrupted() -> Option<i32> {
     match INTERRUPTED_BY.load(Ordering::SeqCst) {

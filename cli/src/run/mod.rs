@@ -273,9 +273,9 @@ fn print_statistics(
     } else {
         loaded.render_text(usize::MAX, false)
     };
-    if stats.to_stdout {
-        print!("{text}");
-    } else {
-        eprint!("{text}");
+    if !stats.to_stdout {
+        crate::output::stderr(&text);
+    } else if let Err(e) = crate::output::stdout(&text) {
+        crate::output::stderr(&format!("spinmutex run: {e}\n"));
     }
 }

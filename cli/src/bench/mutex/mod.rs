@@ -26,7 +26,7 @@ use crate::stats::sample::{median_of, samples, throughputs, values, Runs, Sample
 use crate::Failure;
 
 use super::args::{BenchArgs, Layout};
-use super::grid::{self, exit_status, print_text, warnings_and_failures, write};
+use super::grid::{self, exit_status, warnings_and_failures};
 use output::{render_tables, run_json, to_csv, to_svg};
 
 mod output;
@@ -440,9 +440,9 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         })
         .collect();
     text.push_str(&warnings_and_failures(&warnings, &failed));
-    print_text(&a, &text);
+    let mut files = Vec::new();
     if let Some(p) = &a.csv {
-        write(p, to_csv(&c, &records))?;
+        files.push((p.as_path(), to_csv(&c, &records)));
     }
     if let Some(p) = &a.json {
         let report = BenchReport {
@@ -457,11 +457,15 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             runs: records.iter().map(|r| run_json(&c, r)).collect(),
             cells: summaries.clone(),
         };
-        write(p, serde_json::to_string_pretty(&report).expect("the report serialises") + "\n")?;
+        files.push((
+            p.as_path(),
+            serde_json::to_string_pretty(&report).expect("the report serialises") + "\n",
+        ));
     }
     if let Some(p) = &a.svg {
-        write(p, to_svg(&c, &machine, &summaries, &records))?;
+        files.push((p.as_path(), to_svg(&c, &machine, &summaries, &records)));
     }
+    grid::finish(files, &text)?;
     Ok(exit_status(interrupted, failed.is_empty()))
 }
 

@@ -337,10 +337,9 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
         })
         .collect();
     text.push_str(&grid::warnings_and_failures(&warnings, &failed));
-    grid::print_text(&a, &text);
-    let write = grid::write;
+    let mut files = Vec::new();
     if let Some(p) = &a.csv {
-        write(p, to_csv(&records, machine.nproc))?;
+        files.push((p.as_path(), to_csv(&records, machine.nproc)));
     }
     if let Some(p) = &a.json {
         let report = RwBenchReport {
@@ -354,8 +353,12 @@ pub fn main(a: BenchArgs) -> Result<u8, Failure> {
             runs: records.iter().map(|r| run_json(r, machine.nproc)).collect(),
             cells: summaries,
         };
-        write(p, serde_json::to_string_pretty(&report).expect("the report serialises") + "\n")?;
+        files.push((
+            p.as_path(),
+            serde_json::to_string_pretty(&report).expect("the report serialises") + "\n",
+        ));
     }
+    grid::finish(files, &text)?;
     Ok(grid::exit_status(interrupted, failed.is_empty()))
 }
 
