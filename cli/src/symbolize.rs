@@ -128,7 +128,7 @@ impl Resolver {
         let mut r = m.lookup(offset);
         if r.function.is_none() {
             if let Some((name, off)) = dladdr {
-                r.function = Some(addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned());
+                r.function = Some(demangle_symbol(name));
                 r.function_offset = Some(off.to_string());
                 r.named_by = Some("dladdr".into());
             }
@@ -289,7 +289,7 @@ impl Module {
             if let Some(sym) = loader.find_symbol_info(probe) {
                 r.function_offset = Some(format!("{:#x}", probe - sym.address()));
                 if r.function.is_none() {
-                    r.function = Some(addr2line::demangle_auto(Cow::Borrowed(sym.name()), None).into_owned());
+                    r.function = Some(demangle_symbol(sym.name()));
                     r.named_by = Some("symtab".into());
                     r.debug_file = Some(file.display().to_string());
                 }
@@ -298,7 +298,7 @@ impl Module {
         if r.function.is_none() {
             if let Some((loader, kind)) = &self.own {
                 if let Some(sym) = loader.find_symbol_info(probe) {
-                    r.function = Some(addr2line::demangle_auto(Cow::Borrowed(sym.name()), None).into_owned());
+                    r.function = Some(demangle_symbol(sym.name()));
                     r.function_offset = Some(format!("{:#x}", probe - sym.address()));
                     r.named_by = Some((*kind).into());
                 }
@@ -364,6 +364,17 @@ pub fn how_to_get_names() -> String {
     )
 }
 
+/// A symbol's name, demangled where it is mangled (C++ and Rust names start with `_Z`
+/// or `_R`). Anything else is a C name, kept as it is: the C++ demangler reads a bare
+/// `w` or `i` as a builtin type, and showed a C function `w` as `wchar_t`.
+fn demangle_symbol(name: &str) -> String {
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
+    } else {
+        name.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,6 +383,14 @@ mod tests {
     fn crc32_matches_the_standard_check_value() {
         assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
         assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn only_mangled_names_are_demangled() {
+        for c_name in ["w", "i", "St", "main", "worker"] {
+            assert_eq!(demangle_symbol(c_name), c_name);
+        }
+        assert_eq!(demangle_symbol("_Z6workerPv"), "worker(void*)");
     }
 
     #[test]

@@ -96,12 +96,25 @@ fn report_names_the_hottest_mutex_first_with_counts() {
     let dir = scratch();
     let file = dir.path().join("trace.jsonl");
     std::fs::write(&file, synthetic_trace()).unwrap();
+    // By time waited (the default): COLD's two 1 ms waits lead, then WARM under spin
+    // (10 × 25 µs), WARM under futex (12 × 9 µs), HOT (30 short spins).
     let o = report(&[file.to_str().unwrap()]);
     o.assert_success("report");
+    let table = o.stdout.split("== Hottest mutexes").nth(1).expect("a hottest-mutex section");
+    assert!(table.lines().next().unwrap_or("").contains("by total time waited)"), "{}", o.stdout);
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("0x")).collect();
+    for (row, (mutex, strategy)) in
+        rows.iter().zip([(COLD, "spin"), (WARM, "spin"), (WARM, "futex"), (HOT, "spin")])
+    {
+        assert!(row.contains(mutex) && row.contains(strategy), "{}", o.stdout);
+    }
+
+    let o = report(&[file.to_str().unwrap(), "--sort", "contended"]);
+    o.assert_success("report --sort contended");
     let out = &o.stdout;
 
-    // The hottest mutex leads the table and the details; WARM under spin beats WARM
-    // under futex only by being listed per process: futex's 12 beat spin's 10.
+    // The most contended mutex leads the table and the details; WARM under spin beats
+    // WARM under futex only by being listed per process: futex's 12 beat spin's 10.
     let table = out.split("== Hottest mutexes").nth(1).expect("a hottest-mutex section");
     let rows: Vec<&str> = table.lines().filter(|l| l.contains("0x")).collect();
     assert!(rows[0].starts_with("1 ") && rows[0].contains(HOT) && rows[0].contains("spin"), "{out}");
@@ -140,7 +153,7 @@ fn report_names_the_hottest_mutex_first_with_counts() {
     assert!(out.contains("2 processes"), "{out}");
 
     // --top and --ascii.
-    let o = report(&[file.to_str().unwrap(), "--top", "1", "--ascii"]);
+    let o = report(&[file.to_str().unwrap(), "--top", "1", "--ascii", "--sort", "contended"]);
     o.assert_success("report --top 1 --ascii");
     assert!(o.stdout.contains("(1 of 5, by contended acquisitions)"), "{}", o.stdout);
     assert!(!o.stdout.contains('█') && o.stdout.contains("|#"), "{}", o.stdout);

@@ -84,8 +84,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub top: u64,
 
-    /// The order of a statistics report's lock classes: wait (total time waited),
-    /// contended (contended acquisitions), hold (total time held), acquisitions
+    /// The order of a statistics report's lock classes and of a trace's mutexes: wait
+    /// (total time waited), contended (contended acquisitions), hold (total time held;
+    /// a trace has none, and ranks by wait), acquisitions
     #[arg(long, value_name = "KEY", value_enum, default_value_t = Sort::Wait)]
     pub sort: Sort,
 
@@ -126,6 +127,7 @@ pub fn main(a: ReportArgs) -> Result<u8, Failure> {
     let mut dirs = vec![PathBuf::from(symbolize::DEFAULT_DEBUG_DIR)];
     dirs.extend(a.debug_dirs.iter().cloned());
     loaded.sort = a.sort;
+    loaded.trace.sort = a.sort;
     loaded.resolve(&mut Resolver::new(dirs), a.top as usize);
     let out = if a.json {
         let mut s = serde_json::to_string_pretty(&loaded.json())

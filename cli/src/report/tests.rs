@@ -135,6 +135,11 @@ fn summarises_a_trace() {
     let w = spin.wait_summary().unwrap();
     assert_eq!((w.p50, w.p99, w.max), (300, 9000, 9000));
     assert!((w.mean - 2000.0).abs() < 1e-9);
+    // By time waited (the default): 0xb's one 9 µs wait beats 0xa's four (1 µs in all).
+    let hot = t.hottest();
+    assert_eq!(hot[0].0.mutex, "0xb");
+    assert_eq!(hot[1].0.mutex, "0xa");
+    t.sort = Sort::Contended;
     let hot = t.hottest();
     assert_eq!(hot[0].0.mutex, "0xa");
     assert_eq!(hot[1].0.mutex, "0xb");

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::output::text::{duration_ns, Table};
+use crate::stats::lockstats::Sort;
 
 use super::trace::*;
 
@@ -289,7 +290,11 @@ pub fn render_text(t: &Trace, file: &str, top: usize, ascii: bool) -> String {
     }
     let shown = hot.len().min(top);
     let with_sites = hot.iter().take(top).any(|(k, _)| t.site(k).is_some());
-    let _ = writeln!(out, "\n== Hottest mutexes ({shown} of {}, by contended acquisitions) ==\n", hot.len());
+    let order = match t.sort {
+        Sort::Contended | Sort::Acquisitions => "by contended acquisitions",
+        Sort::Wait | Sort::Hold => "by total time waited",
+    };
+    let _ = writeln!(out, "\n== Hottest mutexes ({shown} of {}, {order}) ==\n", hot.len());
     let mut table = Table::new(4);
     let mut h: Vec<String> = ["#", "mutex", "pid", "strategy"].iter().map(|s| s.to_string()).collect();
     h.extend(ACQ_HEADER.iter().map(|s| s.to_string()));

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::BufRead;
 
 use super::input::*;
+use crate::stats::lockstats::Sort;
 
 /// Log2 buckets: bucket 0 holds 0, bucket k ≥ 1 holds [2^(k-1), 2^k).
 pub const BUCKETS: usize = 65;
@@ -320,6 +321,8 @@ pub struct Trace {
     /// The file being read, and lines read from it so far.
     pub file: String,
     pub file_lines: u64,
+    /// The order of [`Trace::hottest`] (`--sort`).
+    pub sort: Sort,
 }
 
 pub(super) const MALFORMED_EXAMPLES: usize = 5;
@@ -447,13 +450,17 @@ impl Trace {
         self.sites.get(&(k.pid, k.mutex.clone())).map(String::as_str)
     }
 
-    /// Mutexes, hottest first: most contended acquisitions, then most time waited.
+    /// Mutexes, hottest first: by default the most time waited (what the lock cost its
+    /// threads), then the most contended acquisitions; `--sort contended` or
+    /// `acquisitions` puts the count first (a trace records contended acquisitions
+    /// only, and no hold times: `hold` ranks as `wait`).
     pub fn hottest(&self) -> Vec<(&MutexKey, &Stats)> {
         let mut v: Vec<(&MutexKey, &Stats)> = self.by_mutex.iter().collect();
+        let count_first = matches!(self.sort, Sort::Contended | Sort::Acquisitions);
         v.sort_by(|a, b| {
-            b.1.acquired()
-                .cmp(&a.1.acquired())
-                .then(b.1.total_wait().cmp(&a.1.total_wait()))
+            let wait = b.1.total_wait().cmp(&a.1.total_wait());
+            let count = b.1.acquired().cmp(&a.1.acquired());
+            (if count_first { count.then(wait) } else { wait.then(count) })
                 .then(b.1.events.values().sum::<u64>().cmp(&a.1.events.values().sum::<u64>()))
                 .then(a.0.cmp(b.0))
         });
