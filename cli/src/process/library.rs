@@ -106,8 +106,10 @@ pub fn note_arm_limits(arms: &[Arm]) {
             "spinmutex: note: under kernel, a mutex released by a thread that does not own it while a \
              condition-variable waiter is queued for it reaches that waiter only when its owner next locks, \
              unlocks or exits; a thread that exits holding a mutex a condition-variable waiter is queued for \
-             makes glibc abort, as with glibc's own priority-inheritance mutexes; and a condition-variable wait \
-             on a mutex the caller does not hold returns EPERM at once (docs/DESIGN.md)"
+             makes glibc abort, as with glibc's own priority-inheritance mutexes; a condition-variable wait \
+             on a mutex the caller does not hold returns EPERM at once; and a plugin loaded with RTLD_DEEPBIND, \
+             or a seccomp filter that forbids priority-inheritance futexes, can hang or stop the program \
+             (docs/DESIGN.md)"
         );
     }
 }
