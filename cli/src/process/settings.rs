@@ -36,11 +36,20 @@ fn trace_directive(s: &str) -> Result<Given<String>, String> {
         .map_err(accepted)
 }
 
+/// A file for the library to write (`-`: standard output, for `run --stats-file`).
+/// Made absolute here: the library opens it in each process of the command, from that
+/// process's working directory, and `run` reads it back from its own.
 fn path_setting(s: &str) -> Result<Given<String>, String> {
     if s.is_empty() {
         return Err("the path must not be empty".into());
     }
-    Ok(Given { raw: s.to_string(), value: s.to_string() })
+    let path = if s == "-" {
+        s.to_string()
+    } else {
+        let absolute = std::path::absolute(s).map_err(|e| format!("{s}: {e}"))?;
+        absolute.to_str().ok_or_else(|| format!("{s}: not UTF-8"))?.to_string()
+    };
+    Ok(Given { raw: path.clone(), value: path })
 }
 
 /// `KEY=VALUE` for `--env`; a library setting's value is checked like its option.

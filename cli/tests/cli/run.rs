@@ -90,6 +90,25 @@ pub(crate) fn run_stats_prints_the_named_report_after_exit() {
         let lines = std::fs::read_to_string(&kept).unwrap().lines().count();
         assert_eq!(lines, round, "one raw report per run in {}", kept.display());
     }
+
+    // A relative --stats-file is the command's, from its own directory, wherever the
+    // program runs: the program changes directory first.
+    let mut cmd = spinmutex(&[
+        "run",
+        "--stats",
+        "--stats-file",
+        "relative.json",
+        "--",
+        "sh",
+        "-c",
+        "cd / && exec \"$0\"",
+        program.to_str().unwrap(),
+    ]);
+    cmd.current_dir(tmp.path());
+    let o = run_bounded(cmd, LIMIT);
+    o.assert_success("run --stats --stats-file relative.json");
+    assert_eq!(o.stderr.matches("== Lock statistics of pid ").count(), 1, "{}", o.stderr);
+    assert!(tmp.path().join("relative.json").exists(), "{}", o.stderr);
 }
 
 pub(crate) fn run_appends_to_an_existing_ld_preload() {
