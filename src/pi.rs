@@ -58,9 +58,9 @@
 //!   hold: the stray word (beside the lock word, see `RawMutex::pi_side`) reads X.
 //! * **A stray release is used up** by the first of: X locking the mutex again (the
 //!   word still names X, and the release X waited for has come: it owns the lock,
-//!   unless threads are queued in the kernel; then, as glibc's unlock wakes its first
-//!   sleeper and X sleeps behind it, X hands the lock to the first of them and queues
-//!   behind); X unlocking it (its release and the stray one are one release, which the kernel
+//!   even where threads are queued in the kernel, which glibc's unlock would wake
+//!   first: handing the lock to them through the kernel instead raced take-overs and
+//!   lost releases, and the program hung, 1 run in 60); X unlocking it (its release and the stray one are one release, which the kernel
 //!   hands to its first waiter); X exiting (the kernel hands the lock to its first
 //!   waiter); or another thread *taking over* the word. The stray word counts only
 //!   while it names the word's owner: once the lock has passed on it is stale, and the
@@ -248,20 +248,7 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
     let mut refused: Option<(u32, u64)> = None;
     loop {
         let events = events(m).load(Acquire);
-        if try_acquire(m, tid) {
-            return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
-        }
-        if own_hold_released_while_others_queue(m, tid) {
-            // glibc's unlock wakes its first sleeper, and an owner locking again sleeps
-            // behind those already asleep. Taking the released hold back here would
-            // starve them: they see it only when a slice ends, by which time the owner
-            // has taken it again (one wait of 250 ms in a run of 250 ms). So the hold
-            // goes to the first of them, as the owner's own unlock would give it, and
-            // the owner queues behind them.
-            release(m, tid);
-            continue;
-        }
-        if claim_stray(m, tid) {
+        if try_acquire(m, tid) || claim_stray(m, tid) {
             return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
         }
         let owner = owner_of(m.word().load(Relaxed));
@@ -293,7 +280,7 @@ pub fn acquire_contended(m: &RawMutex, tid: i32, deadline: Option<&Deadline>) ->
         let (slice, is_deadline) = Deadline::sooner_of(deadline, SLICE_NS);
         match sys::futex_lock_pi(m.word(), Some(&slice), false) {
             // Still held, as glibc's word would be, unless its release came already.
-            0 if inherits_from_the_dead(m) && !take_stray_of_the_dead(m) => {}
+            0 if inherit_from_the_dead(m) == Some(Held) => {}
             0 => {
                 forget_stale_stray(m, tid);
                 return Ok(Acquired { how: How::Kernel, spins: 0, sleeps });
@@ -379,13 +366,6 @@ fn wake_event_waiters(events: *const u32) {
     sys::futex_wake_bitset(events, i32::MAX, u32::MAX, false);
 }
 
-/// Whether the word names the caller, another thread has released that hold, and
-/// threads are queued in the kernel for the lock.
-fn own_hold_released_while_others_queue(m: &RawMutex, tid: i32) -> bool {
-    let word = m.word().load(Relaxed);
-    owner_of(word) == tid as u32 && word as u32 & FUTEX_WAITERS != 0 && stray(m).load(Acquire) == tid as u32
-}
-
 /// Uses up a stray release of the word's owner's hold: the caller's own hold given back
 /// to it, or a take-over. False if there is none, or it cannot be taken now.
 fn claim_stray(m: &RawMutex, tid: i32) -> bool {
@@ -457,6 +437,19 @@ fn take_over_unsignalled(m: &RawMutex, tid: i32, x: u32) -> bool {
     };
     count_event(m);
     stray(m).store(pending, Release);
+    // The word may have passed on between the look above and the store: by its owner's
+    // unlock through the kernel (the release is used up; left pending, it would name
+    // an owner the word no longer names), or by its death (the release frees the
+    // heir's hold, as above). After this look, an owner's unlock finds its own pending
+    // release and uses it up, and an heir waits for no take-over.
+    if pending != 0 {
+        let now = word.load(Relaxed);
+        let owner = owner_of(now);
+        if owner != pending {
+            let heir = if now as u32 & FUTEX_OWNER_DIED != 0 { owner } else { 0 };
+            let _ = stray(m).compare_exchange(pending, heir, Relaxed, Relaxed);
+        }
+    }
     wake_event_waiters(events(m).as_ptr());
     taken
 }
@@ -475,24 +468,43 @@ fn unfence(m: &RawMutex, x: u32) {
     }
 }
 
-/// After the kernel gave the caller the word: true if its owner had exited holding it.
-/// The kernel then passes the word to the first waiter with `FUTEX_OWNER_DIED` set;
-/// glibc's normal mutex would stay locked until another thread unlocks it. So the
-/// caller keeps the word in the dead owner's place and waits, as an owner locking
-/// again does, for another thread's unlock. A release of the dead owner's hold may be
-/// pending already ([`take_stray_of_the_dead`]); a take-over of it may be running,
-/// and passes it to the caller when it ends, by the mark it sees: so the mark is
-/// cleared (the hold the caller's own as far as the kernel knows) only after that.
-fn inherits_from_the_dead(m: &RawMutex) -> bool {
+/// What the caller got from a dead owner ([`inherit_from_the_dead`]).
+#[derive(PartialEq, Eq)]
+enum Inherited {
+    /// The hold: the caller waits for another thread's unlock.
+    Held,
+    /// The hold and a release of it: the caller owns the lock.
+    Released,
+}
+use Inherited::{Held, Released};
+
+/// After the kernel gave the caller the word: `None` unless its owner had exited
+/// holding it. The kernel then passes the word to the first waiter with
+/// `FUTEX_OWNER_DIED` set; glibc's normal mutex would stay locked until another thread
+/// unlocks it. So the caller keeps the word in the dead owner's place, and, unless a
+/// release of the dead owner's hold is pending (a stray word names the word's owner or
+/// is cleared when the word passes on, and this word passed straight from the dead
+/// owner to the caller), waits as an owner locking again does. A take-over of that
+/// release may be running: it hands the release to the caller as it ends, by the mark
+/// it sees, so the caller waits for it and clears the mark only once it has decided.
+fn inherit_from_the_dead(m: &RawMutex) -> Option<Inherited> {
     let word = m.word();
     if word.load(Relaxed) as u32 & FUTEX_OWNER_DIED == 0 {
-        return false;
+        return None;
     }
-    while stray(m).load(Acquire) & TAKING_OVER != 0 {
-        // SAFETY: sched_yield has no preconditions; a take-over ends within a few
-        // system calls, with signals blocked.
-        unsafe { libc::sched_yield() };
-    }
+    let inherited = loop {
+        let x = stray(m).load(Acquire);
+        if x & TAKING_OVER != 0 {
+            // SAFETY: sched_yield has no preconditions; a take-over ends within a few
+            // system calls, with signals blocked.
+            unsafe { libc::sched_yield() };
+        } else if x == 0 {
+            // No take-over can start now: it needs a pending release.
+            break Held;
+        } else if stray(m).compare_exchange(x, 0, Acquire, Relaxed).is_ok() {
+            break Released;
+        }
+    };
     let mut current = word.load(Relaxed);
     while current as u32 & FUTEX_OWNER_DIED != 0 {
         match word.compare_exchange(current, (current as u32 & !FUTEX_OWNER_DIED) as i32, Relaxed, Relaxed) {
@@ -500,17 +512,7 @@ fn inherits_from_the_dead(m: &RawMutex) -> bool {
             Err(now) => current = now,
         }
     }
-    true
-}
-
-/// After [`inherits_from_the_dead`]: a pending stray release is for the dead owner's
-/// hold, which the caller now holds (a stray word names the word's owner or is cleared
-/// when the word passes on, and it passed straight from the dead owner to the caller),
-/// or was passed to the caller by a take-over that ended. It frees the caller's hold:
-/// the caller owns the lock.
-fn take_stray_of_the_dead(m: &RawMutex) -> bool {
-    let x = stray(m).load(Acquire);
-    x != 0 && x & TAKING_OVER == 0 && stray(m).compare_exchange(x, 0, Acquire, Relaxed).is_ok()
+    Some(inherited)
 }
 
 /// After the kernel gave the caller the lock: a stray word naming an earlier owner no
@@ -571,8 +573,26 @@ pub fn release_not_owned(m: &RawMutex) -> c_int {
             }
         } else {
             // Only x can let the kernel's waiters in: record a stray release of its
-            // hold. One already pending (or being taken over) is the same release.
-            let _ = stray(m).compare_exchange(0, x, Release, Relaxed);
+            // hold. One already pending for x (or being taken over) is the same
+            // release. One left naming an earlier owner means nothing now and gives
+            // way; a take-over of an earlier owner's release ends within a few system
+            // calls (signals blocked), and is waited out. (Dropping this release
+            // there left x's waiters, and x, waiting for ever.)
+            match stray(m).compare_exchange(0, x, Release, Relaxed) {
+                Ok(_) => {}
+                Err(old) if old & FUTEX_TID_MASK == x => {}
+                Err(old) => {
+                    if old & TAKING_OVER != 0 {
+                        // SAFETY: sched_yield has no preconditions.
+                        unsafe { libc::sched_yield() };
+                    }
+                    if old & TAKING_OVER != 0 || stray(m).compare_exchange(old, x, Release, Relaxed).is_err()
+                    {
+                        current = word.load(Relaxed);
+                        continue;
+                    }
+                }
+            }
             count_event(m);
             break;
         }

@@ -296,10 +296,9 @@ fn normal_mutex_unlocked_by_another_thread_lets_waiters_in() {
 }
 
 /// A mutex used as a semaphore, released by a relay thread: exact, no taker starved
-/// (under `kernel`, an owner locking again once took back every release of its hold
-/// while a taker queued in the kernel waited the whole run), and under `kernel` without
-/// the note meant for condition-variable waiters stuck in the kernel (it once added up
-/// several stray releases, each taken over in time, into one refused long).
+/// (but under `kernel`, a known limit), and under `kernel` without the note meant for
+/// condition-variable waiters stuck in the kernel (it once added up several stray
+/// releases, each taken over in time, into one refused long).
 fn normal_mutex_relayed_by_another_thread_starves_no_taker_and_raises_no_false_note() {
     let path = program("normal_rules");
     under_every_strategy(
