@@ -60,11 +60,12 @@
 //!   word still names X, and the release X waited for has come: it owns the lock,
 //!   even where threads are queued in the kernel, which glibc's unlock would wake
 //!   first: handing the lock to them through the kernel instead raced take-overs and
-//!   lost releases, and the program hung, 1 run in 60); X unlocking it (its release and the stray one are one release, which the kernel
-//!   hands to its first waiter); X exiting (the kernel hands the lock to its first
-//!   waiter); or another thread *taking over* the word. The stray word counts only
-//!   while it names the word's owner: once the lock has passed on it is stale, and the
-//!   next owner that got the lock from the kernel clears it.
+//!   lost releases, and the program hung, 1 run in 60); X unlocking it (its release
+//!   and the stray one are one release, which the kernel hands to its first waiter);
+//!   X exiting (the kernel hands the lock to its first waiter); or another thread
+//!   *taking over* the word. The stray word counts only while it names the word's
+//!   owner: once the lock has passed on it is stale, the next owner that got the lock
+//!   from the kernel clears it, and the next stray release replaces it.
 //! * **Taking over** is possible only while no thread is queued in the kernel: one
 //!   taker at a time marks the stray word `TAKING_OVER`, fences the word (X with
 //!   `FUTEX_OWNER_DIED`, and `FUTEX_WAITERS` cleared: X's own unlock can no longer
