@@ -426,16 +426,7 @@ fn take_over_unsignalled(m: &RawMutex, tid: i32, x: u32) -> bool {
     // exited instead, the kernel gave its hold to the first waiter, marked
     // `FUTEX_OWNER_DIED` (that heir waits for this take-over to end before it clears
     // the mark): the release frees the heir's hold now.
-    let pending = if taken {
-        0
-    } else {
-        let now = word.load(Relaxed);
-        match owner_of(now) {
-            owner if owner == x => x,
-            heir if now as u32 & FUTEX_OWNER_DIED != 0 => heir,
-            _ => 0,
-        }
-    };
+    let pending = if taken { 0 } else { release_now_for(word.load(Relaxed), x) };
     count_event(m);
     stray(m).store(pending, Release);
     // The word may have passed on between the look above and the store: by its owner's
@@ -444,15 +435,25 @@ fn take_over_unsignalled(m: &RawMutex, tid: i32, x: u32) -> bool {
     // heir's hold, as above). After this look, an owner's unlock finds its own pending
     // release and uses it up, and an heir waits for no take-over.
     if pending != 0 {
-        let now = word.load(Relaxed);
-        let owner = owner_of(now);
-        if owner != pending {
-            let heir = if now as u32 & FUTEX_OWNER_DIED != 0 { owner } else { 0 };
-            let _ = stray(m).compare_exchange(pending, heir, Relaxed, Relaxed);
+        let now = release_now_for(word.load(Relaxed), pending);
+        if now != pending {
+            let _ = stray(m).compare_exchange(pending, now, Relaxed, Relaxed);
         }
     }
     wake_event_waiters(events(m).as_ptr());
     taken
+}
+
+/// Whose hold a pending release of `x`'s hold frees, the word reading `word`: `x`'s
+/// while the word names `x`; the heir's where `x` died holding it (the kernel gave the
+/// word to its first waiter, marked `FUTEX_OWNER_DIED`); nobody's (0) where `x`
+/// released it through the kernel (its release and the stray one were one).
+fn release_now_for(word: i32, x: u32) -> u32 {
+    match owner_of(word) {
+        owner if owner == x => x,
+        heir if word as u32 & FUTEX_OWNER_DIED != 0 => heir,
+        _ => 0,
+    }
 }
 
 /// Gives a fenced word back its `FUTEX_WAITERS` and drops the fence, unless it has
@@ -579,20 +580,19 @@ pub fn release_not_owned(m: &RawMutex) -> c_int {
             // way; a take-over of an earlier owner's release ends within a few system
             // calls (signals blocked), and is waited out. (Dropping this release
             // there left x's waiters, and x, waiting for ever.)
-            match stray(m).compare_exchange(0, x, Release, Relaxed) {
-                Ok(_) => {}
-                Err(old) if old & FUTEX_TID_MASK == x => {}
-                Err(old) => {
-                    if old & TAKING_OVER != 0 {
-                        // SAFETY: sched_yield has no preconditions.
-                        unsafe { libc::sched_yield() };
-                    }
-                    if old & TAKING_OVER != 0 || stray(m).compare_exchange(old, x, Release, Relaxed).is_err()
-                    {
-                        current = word.load(Relaxed);
-                        continue;
-                    }
+            let recorded = match stray(m).compare_exchange(0, x, Release, Relaxed) {
+                Ok(_) => true,
+                Err(old) if old & FUTEX_TID_MASK == x => true,
+                Err(old) if old & TAKING_OVER != 0 => {
+                    // SAFETY: sched_yield has no preconditions.
+                    unsafe { libc::sched_yield() };
+                    false
                 }
+                Err(old) => stray(m).compare_exchange(old, x, Release, Relaxed).is_ok(),
+            };
+            if !recorded {
+                current = word.load(Relaxed);
+                continue;
             }
             count_event(m);
             break;
