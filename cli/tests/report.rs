@@ -236,6 +236,21 @@ fn report_errors() {
     let o = report(&[file.to_str().unwrap()]);
     assert_eq!(code(&o), Some(1), "{o:?}");
     assert!(o.stderr.contains("none of its 2 lines"), "{}", o.stderr);
+    // An empty file beside one that holds a trace (a process killed before it wrote
+    // anything): said on stderr and left out, the other reported, in either order.
+    std::fs::write(&file, synthetic_trace()).unwrap();
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "").unwrap();
+    for args in [[&file, &empty], [&empty, &file]] {
+        let o = report(&[args[0].to_str().unwrap(), args[1].to_str().unwrap()]);
+        o.assert_success("report of a trace and an empty file");
+        assert!(o.stdout.contains(HOT), "{}", o.stdout);
+        assert!(o.stderr.contains("empty.json: nothing to report, left out: it is empty"), "{}", o.stderr);
+    }
+    // Only empty files: an error, as for one.
+    let o = report(&[empty.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(1), "{o:?}");
+    assert!(o.stderr.contains("nothing to report: it is empty"), "{}", o.stderr);
 }
 
 fn forked_children_files_are_read_and_labelled_by_pid() {

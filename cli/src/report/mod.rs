@@ -114,15 +114,21 @@ pub fn main(a: ReportArgs) -> Result<u8, Failure> {
         }
         .map_err(|e| Failure::Runtime(format!("cannot read {input}: {e}")))?;
     }
-    // A file that holds nothing is an error, unless its forked children's files
-    // (FILE.<pid>) hold what it would have.
+    // A file that holds nothing (a process killed before it wrote its report leaves an
+    // empty one) is said, and the others are reported; only when no file holds anything
+    // is it an error. A parent's file whose forked children's files (FILE.<pid>) hold
+    // what it would have is not said at all.
     let has_children = |i: &Input| {
         let prefix = format!("{}.", i.file);
         loaded.inputs.iter().any(|o| o.file.starts_with(&prefix) && o.nothing().is_none())
     };
-    let empty = loaded.inputs.iter().filter(|i| !has_children(i)).find_map(|i| Some((i, i.nothing()?)));
-    if let Some((input, why)) = empty {
+    let empty: Vec<(&Input, String)> =
+        loaded.inputs.iter().filter(|i| !has_children(i)).filter_map(|i| Some((i, i.nothing()?))).collect();
+    if let (true, Some((input, why))) = (loaded.inputs.iter().all(|i| i.nothing().is_some()), empty.first()) {
         return Err(Failure::Runtime(format!("{}: nothing to report: {why}", input.file)));
+    }
+    for (input, why) in &empty {
+        eprintln!("spinmutex report: {}: nothing to report, left out: {why}", input.file);
     }
     let mut dirs = vec![PathBuf::from(symbolize::DEFAULT_DEBUG_DIR)];
     dirs.extend(a.debug_dirs.iter().cloned());
