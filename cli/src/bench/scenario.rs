@@ -261,6 +261,9 @@ impl QuotaGroup {
                 "cgroup v1 cpu.cfs_quota_us 50000 of cpu.cfs_period_us 100000",
             )
         };
+        if let Some(parent) = dir.parent() {
+            remove_orphans(parent);
+        }
         std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
         let group = QuotaGroup { dir, limit: limit.to_string() };
         for (file, value) in files {
@@ -268,6 +271,25 @@ impl QuotaGroup {
             std::fs::write(&path, value).map_err(|e| format!("write {}: {e}", path.display()))?;
         }
         Ok(group)
+    }
+}
+
+/// Removes the groups of `spinmutex bench` commands that are gone without removing
+/// theirs (a SIGKILL). One that still holds a process stays: the kernel refuses to
+/// remove it.
+fn remove_orphans(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("spinmutex-bench-")) else { continue };
+        let Ok(pid) = pid.parse::<libc::pid_t>() else { continue };
+        // SAFETY: signal 0 only checks whether the process exists.
+        let gone = pid > 0
+            && unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir(entry.path());
+        }
     }
 }
 

@@ -121,6 +121,16 @@ pub(crate) fn bench_scenarios_run_and_clean_up() {
     let dir = scratch();
     let json = dir.path().join("s.json");
     let before = bench_cgroups();
+    // A group left by a bench that was killed (its process is gone) is removed by the
+    // next one; the kernel refuses where it cannot make one (not root, no cgroup fs).
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    let _ = { dead }.wait();
+    let orphans: Vec<_> = ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(format!("spinmutex-bench-{dead_pid}")))
+        .filter(|d| std::fs::create_dir(d).is_ok())
+        .collect();
     let o = run(&[
         "bench",
         "--no-grid",
@@ -187,6 +197,16 @@ pub(crate) fn bench_scenarios_run_and_clean_up() {
     );
     let quota = &report.scenario_setup["cpu-quota"];
     assert!(quota.starts_with("in cgroup ") || quota.starts_with("pinned to CPU"), "{quota}");
+    for orphan in orphans.iter().filter(|o| o.exists()) {
+        // Only the hierarchy the scenario used is cleaned.
+        let parent = orphan.parent().unwrap().display().to_string();
+        let used = quota
+            .strip_prefix("in cgroup ")
+            .and_then(|q| q.rsplit_once('/'))
+            .is_some_and(|(p, _)| p == parent);
+        let _ = std::fs::remove_dir(orphan);
+        assert!(!used, "{} outlived the next bench", orphan.display());
+    }
     assert_eq!(bench_cgroups(), before, "the scenario's cgroup outlived the bench");
 }
 
