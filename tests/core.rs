@@ -55,6 +55,8 @@ const PROGRAMS: &[(&str, &[&str])] = &[
     ("normal_rules", &[]),
     ("pshared_mixed", &[]),
     ("deepbind_mixed", &[]),
+    ("differential", &["mutex", "1", "50"]),
+    ("differential", &["rwlock", "1", "50"]),
 ];
 
 fn program(name: &str) -> PathBuf {
@@ -205,6 +207,52 @@ fn error_einval_unsupported_clock() {
 
 fn error_etimedout_and_past_deadlines() {
     c_program("mutex_errors", &["timeout"]);
+}
+
+/// Random sequences of operations by three threads, one at a time (c-tests/differential.c):
+/// every result under every strategy is glibc's, sequence after sequence. A sequence
+/// that waits for ever without the preload (a robust adaptive mutex that is not
+/// recoverable does under glibc 2.36) is left out; a difference is looked at twice more
+/// before it counts, both runs again.
+fn random_sequences_give_glibcs_results() {
+    const SEEDS: u32 = 24;
+    let path = program("differential");
+    let run = |kind: &str, seed: u32, strategy: Option<&str>| {
+        let mut cmd = preloaded(&path, strategy);
+        cmd.args([kind, &seed.to_string(), "150"]);
+        let o = run_bounded(cmd, LIMIT);
+        o.assert_success(&format!("differential {kind} {seed} under {}", strategy.unwrap_or("no preload")));
+        o.stdout
+    };
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for kind in ["mutex", "rwlock"] {
+        for seed in 1..=SEEDS {
+            let expected = run(kind, seed, None);
+            if expected.lines().last() != Some("end") {
+                continue;
+            }
+            compared += 1;
+            for strategy in STRATEGIES {
+                let differs = |_| run(kind, seed, Some(strategy)) != run(kind, seed, None);
+                if run(kind, seed, Some(strategy)) != expected && (0..2).all(differs) {
+                    let got = run(kind, seed, Some(strategy));
+                    let first = expected.lines().zip(got.lines()).position(|(a, b)| a != b).unwrap_or(0);
+                    let context = |text: &str| {
+                        text.lines().skip(first.saturating_sub(3)).take(6).collect::<Vec<_>>().join("\n")
+                    };
+                    failures.push(format!(
+                        "differential {kind} {seed} 150 under {strategy}, from line {}:\n--- without the preload\n{}\n--- under {strategy}\n{}",
+                        first + 1,
+                        context(&expected),
+                        context(&got)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(compared >= SEEDS, "only {compared} of {} sequences ended without the preload", 2 * SEEDS);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 fn error_einval_destroyed_mutex() {
@@ -872,6 +920,7 @@ fn main() -> std::process::ExitCode {
         error_einval_unsupported_clock,
         error_etimedout_and_past_deadlines,
         error_einval_destroyed_mutex,
+        random_sequences_give_glibcs_results,
         trylock_every_type,
         timedlock_and_clocklock_timeouts_on_both_clocks,
         condvar_producer_consumer,
