@@ -13,10 +13,12 @@
  * one that exited) is skipped; the bookkeeping that decides it follows the results
  * seen, so a strategy whose result differs takes the sequence elsewhere, and shows in
  * the output at once. An operation that still does not return within 10 s prints
- * `HANG` and ends the program. Threads exit now and then, holding what they hold. */
+ * `HANG` and ends the program. Threads exit now and then, holding what they hold, and
+ * fork: the child probes every lock (see `probe_in_child`). */
 #include "check.h"
 
 #include <semaphore.h>
+#include <sys/wait.h>
 
 #define THREADS 3
 #define MAX_LOCKS 3
@@ -49,9 +51,18 @@ static struct timespec after(clockid_t clock, long ns) {
     return t;
 }
 
+/* What the threads hold, by the results seen; row THREADS: threads that exited. */
+static int alive[MAX_LOCKS];
+static int held[THREADS + 1][MAX_LOCKS];   /* mutexes: how often */
+static int reads[THREADS + 1][MAX_LOCKS];  /* rwlocks: read holds */
+static int writes[THREADS + 1][MAX_LOCKS]; /* rwlocks: the write hold */
+
 /* ---- the threads: each runs the operation it is given, then reports back. ---- */
 
 #define EXIT_THREAD (-1)
+/* The thread forks; the child, the forking thread alone, probes every lock with the
+ * kind's `probe_in_child` and exits. The result is the child's exit status. */
+#define FORK (-2)
 
 static struct worker {
     pthread_t thread;
@@ -60,6 +71,21 @@ static struct worker {
 } workers[THREADS];
 
 static int (*do_op)(int op, int lock); /* the kind's own operations */
+static void (*probe_in_child)(int thread);
+
+static int fork_and_probe(int thread) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        probe_in_child(thread);
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 static void *worker_main(void *arg) {
     struct worker *w = arg;
@@ -69,7 +95,7 @@ static void *worker_main(void *arg) {
             sem_post(&w->done);
             pthread_exit(NULL);
         }
-        w->rc = do_op(w->op, w->lock);
+        w->rc = w->op == FORK ? fork_and_probe((int)(w - workers)) : do_op(w->op, w->lock);
         sem_post(&w->done);
     }
 }
@@ -159,18 +185,34 @@ static void make_mutex(int m) {
            result(rc));
 }
 
+/* In a child of thread `thread`: a trylock of every mutex (undone when it succeeds),
+ * then an unlock of each the thread holds. */
+static void mutex_probe_in_child(int thread) {
+    for (int m = 0; m < MAX_LOCKS; m++) {
+        if (!alive[m])
+            continue;
+        int rc = pthread_mutex_trylock(&mutexes[m]);
+        printf("  child: trylock %d: %s", m, result(rc));
+        if (rc == 0 || rc == EOWNERDEAD)
+            printf(", unlock: %s", result(pthread_mutex_unlock(&mutexes[m])));
+        printf("\n");
+    }
+    for (int m = 0; m < MAX_LOCKS; m++)
+        if (alive[m] && held[thread][m])
+            printf("  child: unlock %d: %s\n", m, result(pthread_mutex_unlock(&mutexes[m])));
+}
+
 static void mutex_sequence(int ops) {
-    /* held[i][m]: how often thread i holds mutex m; row THREADS: threads that exited. */
-    int held[THREADS + 1][MAX_LOCKS] = {{0}}, alive[MAX_LOCKS];
     for (int m = 0; m < MAX_LOCKS; m++) {
         make_mutex(m);
         alive[m] = 1;
     }
     do_op = mutex_op;
+    probe_in_child = mutex_probe_in_child;
     for (int i = 0; i < THREADS; i++)
         start_worker(i);
     for (int k = 0; k < ops; k++) {
-        int i = (int)pick(THREADS), m = (int)pick(MAX_LOCKS), op = (int)pick(M_OPS + 2);
+        int i = (int)pick(THREADS), m = (int)pick(MAX_LOCKS), op = (int)pick(M_OPS + 3);
         int mine = held[i][m], others = 0;
         for (int j = 0; j <= THREADS; j++)
             others += j == i ? 0 : held[j][m];
@@ -185,6 +227,11 @@ static void mutex_sequence(int ops) {
                 held[i][q] = 0;
             }
             printf("%d: thread %d exits\n", k, i);
+            continue;
+        }
+        if (op == M_OPS + 2) {
+            printf("%d: thread %d forks\n", k, i);
+            printf("  child: exit status %s\n", result(run_op(i, FORK, 0, "fork")));
             continue;
         }
         if (op == M_OPS + 1) { /* a destroyed mutex is made again */
@@ -273,19 +320,41 @@ static void make_rwlock(int l) {
     printf("rwlock %d: kind %d shared %d: init %s\n", l, kind, shared, result(rc));
 }
 
+#define RWLOCKS 2
+
+/* In a child of thread `thread`: a tryrdlock and a trywrlock of every rwlock (each
+ * undone when it succeeds), then an unlock of each hold the thread has. */
+static void rwlock_probe_in_child(int thread) {
+    for (int l = 0; l < RWLOCKS; l++) {
+        if (!alive[l])
+            continue;
+        int rc = pthread_rwlock_tryrdlock(&rwlocks[l]);
+        printf("  child: tryrdlock %d: %s", l, result(rc));
+        if (rc == 0)
+            printf(", unlock: %s", result(pthread_rwlock_unlock(&rwlocks[l])));
+        rc = pthread_rwlock_trywrlock(&rwlocks[l]);
+        printf("; trywrlock: %s", result(rc));
+        if (rc == 0)
+            printf(", unlock: %s", result(pthread_rwlock_unlock(&rwlocks[l])));
+        printf("\n");
+    }
+    for (int l = 0; l < RWLOCKS; l++)
+        for (int n = alive[l] ? reads[thread][l] + writes[thread][l] : 0; n > 0; n--)
+            printf("  child: unlock %d: %s\n", l, result(pthread_rwlock_unlock(&rwlocks[l])));
+}
+
 static void rwlock_sequence(int ops) {
-    /* Read holds and write holds per thread; row THREADS: threads that exited. */
-    int reads[THREADS + 1][MAX_LOCKS] = {{0}}, writes[THREADS + 1][MAX_LOCKS] = {{0}}, alive[MAX_LOCKS];
-    const int locks = 2;
+    const int locks = RWLOCKS;
     for (int l = 0; l < locks; l++) {
         make_rwlock(l);
         alive[l] = 1;
     }
     do_op = rwlock_op;
+    probe_in_child = rwlock_probe_in_child;
     for (int i = 0; i < THREADS; i++)
         start_worker(i);
     for (int k = 0; k < ops; k++) {
-        int i = (int)pick(THREADS), l = (int)pick(locks), op = (int)pick(R_OPS + 2);
+        int i = (int)pick(THREADS), l = (int)pick(locks), op = (int)pick(R_OPS + 3);
         int my_reads = reads[i][l], my_write = writes[i][l], other_reads = 0, other_writes = 0;
         for (int j = 0; j <= THREADS; j++) {
             other_reads += j == i ? 0 : reads[j][l];
@@ -301,6 +370,11 @@ static void rwlock_sequence(int ops) {
                 reads[i][q] = writes[i][q] = 0;
             }
             printf("%d: thread %d exits\n", k, i);
+            continue;
+        }
+        if (op == R_OPS + 2) {
+            printf("%d: thread %d forks\n", k, i);
+            printf("  child: exit status %s\n", result(run_op(i, FORK, 0, "fork")));
             continue;
         }
         if (op == R_OPS + 1) {

@@ -2,7 +2,8 @@
  * mutexes, which the library forwards to glibc: contended exact counts for each type,
  * trylock EBUSY, timedlock ETIMEDOUT while held (EINVAL for a negative time under PI),
  * errorcheck EDEADLK/EPERM (trylock by the owner too), recursive
- * nesting, and a condvar producer/consumer on a PI mutex.
+ * nesting, trylock EBUSY and unlock EPERM in a child of a PI mutex's owner, and a condvar
+ * producer/consumer on a PI mutex.
  * glibc's PRIO_PROTECT only works for threads under a real-time policy (a SCHED_OTHER
  * thread gets EINVAL from the lock), so that part runs with every thread at SCHED_FIFO
  * priority 1 (created threads inherit it) and a ceiling of 1; where the process may not
@@ -10,6 +11,7 @@
 #include "check.h"
 
 #include <sched.h>
+#include <sys/wait.h>
 
 #define THREADS 3
 #define ITERS 5000
@@ -87,6 +89,25 @@ static void one(int protocol, int type, const char *name) {
     }
     join_thread(start_thread(trylock_other, NULL));
     if (trylock_rc != EBUSY) fail("%s: trylock by another thread returned %s", name, err_name(trylock_rc));
+    if (protocol == PTHREAD_PRIO_INHERIT) {
+        /* In a child of the owner, the word names the parent's thread: glibc refuses the
+         * child's trylock and unlock, whatever the type. */
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int try_rc = pthread_mutex_trylock(&m), unlock_rc = pthread_mutex_unlock(&m);
+            if (try_rc != EBUSY || unlock_rc != EPERM) {
+                fprintf(stderr, "prio_mutex: FAIL: %s held across fork: the child's trylock returned %s "
+                        "(expected EBUSY), its unlock %s (expected EPERM)\n", name, err_name(try_rc),
+                        err_name(unlock_rc));
+                _exit(1);
+            }
+            _exit(0);
+        }
+        int status = 0;
+        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail("%s: the check in a forked child failed", name);
+    }
     OK(pthread_mutex_unlock(&m));
     if (type != PTHREAD_MUTEX_NORMAL) EXPECT_RC(pthread_mutex_unlock(&m), EPERM);
 

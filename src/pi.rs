@@ -117,8 +117,10 @@
 //! normal one again waits for ever.
 //!
 //! A mutex held across `fork` names, in the child, a thread that no longer exists: the
-//! child's only thread, which held it in the parent, may still unlock it (handled
-//! below); the mutexes other threads held stay locked, as under glibc. The kernel
+//! child's only thread, which held it in the parent, may still unlock a converted one
+//! (handled below), as glibc's normal mutex lets it, but not one of the program's own
+//! (`EPERM`, as glibc answers); the mutexes other threads held stay locked, as under
+//! glibc. The kernel
 //! refuses the child's other threads that come for such a mutex (`EPERM`: its owner is
 //! a thread of another process), so they wait for an event, which the release counts.
 //! And glibc's condition variables release it with glibc's own unlock, which refuses a
@@ -609,17 +611,19 @@ pub fn release_not_owned(m: &RawMutex) -> c_int {
 pub fn adopt_hold_across_fork(m: &RawMutex) {
     let word = m.word();
     let current = word.load(Relaxed);
-    if held_across_fork(m, owner_of(current)) && converted(m) {
+    if held_across_fork(m, owner_of(current)) {
         let adopted = (current as u32 & !FUTEX_TID_MASK) | crate::thread::tid() as u32;
         let _ = word.compare_exchange(current, adopted as i32, Relaxed, Relaxed);
     }
 }
 
 /// Whether `owner`, read from `m`'s word, is the id the calling thread had in the
-/// parent: a hold across `fork` by the thread that forked (never on a process-shared
-/// mutex, whose word may name a thread of another process for good reason).
+/// parent: a hold across `fork` by the thread that forked, of a converted mutex (never
+/// a process-shared one, whose word may name a thread of another process for good
+/// reason). A program's own priority-inheritance mutex stays the parent's: glibc
+/// refuses its unlock in the child (`EPERM`), since the word names another thread.
 fn held_across_fork(m: &RawMutex, owner: u32) -> bool {
-    owner != 0 && owner == crate::thread::tid_before_fork() as u32 && !m.shared()
+    owner != 0 && owner == crate::thread::tid_before_fork() as u32 && !m.shared() && converted(m)
 }
 
 /// Releases `m`, held by `tid`. Decides everything before the release (see mutex.rs).
@@ -645,17 +649,11 @@ fn release_through_kernel(m: &RawMutex, tid: i32, current: i32, shared: bool) {
     if owner != tid as u32 && held_across_fork(m, owner) {
         // Held across fork by the thread that forked. No thread waits in the kernel:
         // the parent's are not here, and the kernel refused the child's (the header),
-        // which wait for an event instead (a converted mutex's; a program's own
-        // priority-inheritance mutex keeps glibc's bytes there).
-        let converted = converted(m);
+        // which wait for an event instead.
         let events = events(m).as_ptr();
-        if converted {
-            count_event(m);
-        }
+        count_event(m);
         m.word().store(0, Release);
-        if converted {
-            wake_event_waiters(events);
-        }
+        wake_event_waiters(events);
         return;
     }
     // Another thread may have released this hold already: this release and that one
