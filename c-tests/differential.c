@@ -185,21 +185,31 @@ static void make_mutex(int m) {
            result(rc));
 }
 
-/* In a child of thread `thread`: a trylock of every mutex (undone when it succeeds),
- * then an unlock of each the thread holds. */
-static void mutex_probe_in_child(int thread) {
+/* A trylock of every mutex, undone when it succeeds. */
+static void mutex_trylock_each(const char *who) {
     for (int m = 0; m < MAX_LOCKS; m++) {
         if (!alive[m])
             continue;
         int rc = pthread_mutex_trylock(&mutexes[m]);
-        printf("  child: trylock %d: %s", m, result(rc));
+        printf("  %s: trylock %d: %s", who, m, result(rc));
         if (rc == 0 || rc == EOWNERDEAD)
             printf(", unlock: %s", result(pthread_mutex_unlock(&mutexes[m])));
         printf("\n");
     }
+}
+
+/* In a child of thread `thread`: a trylock of every mutex, an unlock of each the thread
+ * holds, then an unlock of every other mutex (a normal one held by another thread of
+ * the parent gives way under glibc) and a trylock of every mutex again. */
+static void mutex_probe_in_child(int thread) {
+    mutex_trylock_each("child");
     for (int m = 0; m < MAX_LOCKS; m++)
         if (alive[m] && held[thread][m])
             printf("  child: unlock %d: %s\n", m, result(pthread_mutex_unlock(&mutexes[m])));
+    for (int m = 0; m < MAX_LOCKS; m++)
+        if (alive[m] && !held[thread][m])
+            printf("  child: unlock %d: %s\n", m, result(pthread_mutex_unlock(&mutexes[m])));
+    mutex_trylock_each("child");
 }
 
 static void mutex_sequence(int ops) {
