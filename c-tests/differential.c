@@ -31,12 +31,15 @@ static unsigned pick(unsigned n) {
     return (unsigned)(rng >> 33) % n;
 }
 
-/* A result, by name where check.h knows it. */
+/* A result, by name where check.h knows it (a number otherwise, in one of a few
+ * buffers used in turn: a line prints at most two results). */
 static const char *result(int rc) {
-    static char number[16];
+    static char numbers[4][16];
+    static unsigned next;
     if (strcmp(err_name(rc), "(other)") != 0)
         return err_name(rc);
-    snprintf(number, sizeof number, "%d", rc);
+    char *number = numbers[next++ % 4];
+    snprintf(number, sizeof numbers[0], "%d", rc);
     return number;
 }
 
@@ -241,7 +244,7 @@ static void mutex_sequence(int ops) {
         }
         if (op == M_OPS + 2) {
             printf("%d: thread %d forks\n", k, i);
-            printf("  child: exit status %s\n", result(run_op(i, FORK, 0, "fork")));
+            printf("  child: exit status %d\n", run_op(i, FORK, 0, "fork"));
             continue;
         }
         if (op == M_OPS + 1) { /* a destroyed mutex is made again */
@@ -384,7 +387,7 @@ static void rwlock_sequence(int ops) {
         }
         if (op == R_OPS + 2) {
             printf("%d: thread %d forks\n", k, i);
-            printf("  child: exit status %s\n", result(run_op(i, FORK, 0, "fork")));
+            printf("  child: exit status %d\n", run_op(i, FORK, 0, "fork"));
             continue;
         }
         if (op == R_OPS + 1) {
