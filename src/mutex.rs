@@ -37,9 +37,10 @@
 //!   until it holds the lock or has taken its request back. No signal handler can run
 //!   in it meanwhile (one could wait for the very lock it is being handed, or leave with
 //!   `siglongjmp` and strand it), and no cancellation can end it. A signal that arrives
-//!   is noticed within [`SIGNAL_LATENCY_NS`]: the thread withdraws (passing on a lock
-//!   granted in that instant), lets the signal through, and waits on as an ordinary
-//!   sleeper, owning nothing, as under glibc.
+//!   is noticed within [`SIGNAL_LATENCY_NS`], and at the latest when the lock comes
+//!   (granted, or found free): the thread withdraws (passing on a lock it got in that
+//!   instant), lets the signal through, and waits on as an ordinary sleeper, owning
+//!   nothing, as under glibc.
 //! * `__list.__next` low half: how many threads spin on this mutex now, kept only when
 //!   SPINMUTEX_MAX_SPINNERS caps them; high half: how many sleep on it, kept only under
 //!   SPINMUTEX_FAIR and only for process-private mutexes (a process killed while asleep
@@ -484,7 +485,7 @@ impl RawMutex {
             let request = self.handoff.load(Acquire);
             if request == granted {
                 self.handoff.store(0, Relaxed);
-                return Handoff::Taken(How::Handoff);
+                return self.keep_unless_signalled(How::Handoff, program_mask);
             }
             if request != mine {
                 // Withdrawn by someone else (only stale requests are): wait as before.
@@ -494,7 +495,7 @@ impl RawMutex {
                 // The owner released instead of granting, so no grant can follow: only an
                 // owner grants, and we are the owner now.
                 self.handoff.store(0, Relaxed);
-                return Handoff::Taken(How::Sleeping);
+                return self.keep_unless_signalled(How::Sleeping, program_mask);
             }
             if sys::pending_signals() & !program_mask != 0 {
                 return self.withdraw(mine, true);
@@ -525,6 +526,19 @@ impl RawMutex {
             }
             *sleeps += 1;
         }
+    }
+
+    /// The lock just taken, unless a signal the program takes came while the thread
+    /// waited with signals blocked: its handler runs as the program's mask comes back,
+    /// and under glibc it would have run while the thread still waited, without the
+    /// lock (a handler that locks this mutex, or one its owner needs, would wait for
+    /// ever). Then the lock is released again and the thread waits on afterwards.
+    fn keep_unless_signalled(&self, how: How, program_mask: sys::SigSet) -> Handoff {
+        if sys::pending_signals() & !program_mask == 0 {
+            return Handoff::Taken(how);
+        }
+        self.release();
+        Handoff::Declined
     }
 
     /// Takes the caller's request back. If it was granted in the meantime the lock is
