@@ -107,7 +107,8 @@ pub fn note_arm_limits(arms: &[Arm]) {
              condition-variable waiter is queued for it reaches that waiter only when its owner next locks, \
              unlocks or exits; a thread that exits holding a mutex a condition-variable waiter is queued for \
              makes glibc abort, as with glibc's own priority-inheritance mutexes; a condition-variable wait \
-             on a mutex the caller does not hold returns EPERM at once; and a plugin loaded with RTLD_DEEPBIND, \
+             on a mutex the caller does not hold returns EPERM at once; a signal handler that runs just as a \
+             waiting thread is handed the mutex runs holding it; and a plugin loaded with RTLD_DEEPBIND, \
              or a seccomp filter that forbids priority-inheritance futexes, can hang or stop the program \
              (docs/DESIGN.md)"
         );
