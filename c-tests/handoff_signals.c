@@ -22,7 +22,7 @@
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t m2 = PTHREAD_MUTEX_INITIALIZER;
 static const char *mode;
-static atomic_int in_handler, handler_done, waiter_done, third_holds_m2, third_done;
+static atomic_int in_handler, handler_done, waiter_done, third_holds_m2, third_done, escape_ready;
 static sigjmp_buf escape;
 
 static void on_nudge(int sig) { (void)sig; }
@@ -51,6 +51,7 @@ static void *waiter(void *arg) {
             return NULL;
         }
     }
+    atomic_store(&escape_ready, 1); /* no SIGUSR1 before the jump buffer is set */
     OK(pthread_mutex_lock(&m));
     OK(pthread_mutex_unlock(&m));
     atomic_store(&waiter_done, 1);
@@ -92,7 +93,9 @@ static void run(const char *which) {
         th = start_thread(third, NULL);
         wait_for(&third_holds_m2, "the third thread holds m2");
     }
+    atomic_store(&escape_ready, 0);
     pthread_t w = start_thread(waiter, NULL);
+    wait_for(&escape_ready, "the waiter is ready");
     usleep(5000);
     /* Wake the waiter a few times while m stays held: each lost wake counts towards a
      * handoff request, and the time it has waited passes SPINMUTEX_HANDOFF_WAIT. */
