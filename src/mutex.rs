@@ -483,22 +483,25 @@ impl RawMutex {
         let granted = mine | u64::from(GRANTED);
         loop {
             let request = self.handoff.load(Acquire);
-            if request == granted {
-                self.handoff.store(0, Relaxed);
-                return self.keep_unless_signalled(How::Handoff, program_mask);
-            }
-            if request != mine {
+            if request != mine && request != granted {
                 // Withdrawn by someone else (only stale requests are): wait as before.
                 return Handoff::Declined;
+            }
+            // Signals first: one that came while the thread waited must run without the
+            // lock, as under glibc, even when the lock came in the same instant (a
+            // handler locking this mutex, or one its owner needs, would wait for ever).
+            if sys::pending_signals() & !program_mask != 0 {
+                return self.withdraw(mine, true);
+            }
+            if request == granted {
+                self.handoff.store(0, Relaxed);
+                return Handoff::Taken(How::Handoff);
             }
             if self.lock.swap(CONTENDED, Acquire) == UNLOCKED {
                 // The owner released instead of granting, so no grant can follow: only an
                 // owner grants, and we are the owner now.
                 self.handoff.store(0, Relaxed);
-                return self.keep_unless_signalled(How::Sleeping, program_mask);
-            }
-            if sys::pending_signals() & !program_mask != 0 {
-                return self.withdraw(mine, true);
+                return Handoff::Taken(How::Sleeping);
             }
             crate::observe::sleeping(self);
             let (until, users) = Deadline::sooner_of(deadline, SIGNAL_LATENCY_NS);
@@ -526,19 +529,6 @@ impl RawMutex {
             }
             *sleeps += 1;
         }
-    }
-
-    /// The lock just taken, unless a signal the program takes came while the thread
-    /// waited with signals blocked: its handler runs as the program's mask comes back,
-    /// and under glibc it would have run while the thread still waited, without the
-    /// lock (a handler that locks this mutex, or one its owner needs, would wait for
-    /// ever). Then the lock is released again and the thread waits on afterwards.
-    fn keep_unless_signalled(&self, how: How, program_mask: sys::SigSet) -> Handoff {
-        if sys::pending_signals() & !program_mask == 0 {
-            return Handoff::Taken(how);
-        }
-        self.release();
-        Handoff::Declined
     }
 
     /// Takes the caller's request back. If it was granted in the meantime the lock is

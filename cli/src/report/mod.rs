@@ -124,7 +124,7 @@ pub fn main(a: ReportArgs) -> Result<u8, Failure> {
     };
     let empty: Vec<(&Input, String)> =
         loaded.inputs.iter().filter(|i| !has_children(i)).filter_map(|i| Some((i, i.nothing()?))).collect();
-    if let (true, Some((input, why))) = (loaded.inputs.iter().all(|i| i.nothing().is_some()), empty.first()) {
+    if let (Some((input, why)), true) = (empty.first(), empty.len() == loaded.inputs.len()) {
         return Err(Failure::Runtime(format!("{}: nothing to report: {why}", input.file)));
     }
     for (input, why) in &empty {
