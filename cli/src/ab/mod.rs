@@ -43,7 +43,8 @@ use runs::*;
     times. ab stops when every warm-up run of every arm fails.\n\n\
     SIGINT, SIGTERM or SIGHUP stop the running CMD (its whole process group: SIGTERM, then \
     SIGKILL 2 s later), and ab reports (and writes to --json) the runs finished so far, \
-    marked as interrupted. Exit status: 0; 1 when a run failed; 128 + the signal number \
+    marked as interrupted. SIGKILL, which ab cannot catch, kills the running CMD too (CMD \
+    itself, not the processes it started). Exit status: 0; 1 when a run failed; 128 + the signal number \
     when interrupted.")]
 pub struct AbArgs {
     /// An arm to compare (repeatable, or a comma list): glibc, futex, spin, auto, kernel,

@@ -191,8 +191,6 @@ pub fn interrupted() -> Option<i32> {
     }
 }
 
-/// The exit status of a command interrupted by `sig`: 128 + its number, as a shell
-/// gives for a program killed by it.
 /// The signal that interrupted the command, if one did, said on standard error with how
 /// many of the runs (`what`) finished: `spinmutex ab: interrupted by SIGINT; reporting
 /// the 7 measured runs finished`.
@@ -205,8 +203,34 @@ pub fn say_if_interrupted(command: &str, finished: usize, what: &str) -> Option<
     Some(sig)
 }
 
+/// The exit status of a command interrupted by `sig`: 128 + its number, as a shell
+/// gives for a program killed by it.
 pub fn interrupted_status(sig: i32) -> u8 {
     Termination::Signaled { signo: sig, core_dumped: false }.shell_status()
+}
+
+/// Makes the child die with this command (with the thread that spawns it, this
+/// command's main thread). A command stopped by SIGKILL, or by a crash, cannot stop its
+/// child as an interrupted one does: the kernel then sends the child SIGKILL, so that
+/// no program goes on running, unmeasured, after the command that measured it. (Only
+/// the child: its own children are the program's to stop.)
+fn die_with_this_command(cmd: &mut Command) {
+    // SAFETY: getpid only reads.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec, and makes only
+    // async-signal-safe system calls (prctl, getppid).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // This command died before the request took effect: nobody is measuring.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Whether this command runs in the foreground of a terminal on stdin: a child that
@@ -285,6 +309,7 @@ pub fn run(cmd: &mut Command, output: Output) -> io::Result<Finished> {
     if !shares_terminal {
         cmd.process_group(0);
     }
+    die_with_this_command(cmd);
     match &output {
         Output::Inherit => {}
         Output::Keep => {

@@ -26,7 +26,8 @@ use crate::Failure;
     Otherwise CMD runs in a process group of its own. SIGTERM and SIGHUP (and SIGINT when \
     not in a terminal's foreground) sent to run stop CMD, its whole process group when it \
     has its own (SIGTERM, then SIGKILL 2 s later); run then reports the statistics written \
-    so far and exits with 128 + the signal number.\n\n\
+    so far and exits with 128 + the signal number. SIGKILL, which run cannot catch, kills CMD \
+    too (CMD itself, not the processes it started).\n\n\
     Every process of CMD that loads the library reports it; when none does (a static or \
     setuid program, or one that clears LD_PRELOAD), or the settings it reports are not the \
     ones asked for, run says so and exits with 1 (or CMD's own non-zero status).\n\n\

@@ -85,6 +85,7 @@ mod libc_signal {
     pub enum Signal {
         Hup = libc::SIGHUP as isize,
         Int = libc::SIGINT as isize,
+        Kill = libc::SIGKILL as isize,
         Term = libc::SIGTERM as isize,
     }
 
@@ -150,6 +151,18 @@ pub(crate) fn run_interrupted_stops_the_program_and_its_group() {
     assert!(o.left.is_empty(), "processes outlived run: {:?}", o.left);
     assert!(o.stderr.contains("interrupted by SIGTERM"), "{}", o.stderr);
     assert!(o.exit_after < Duration::from_secs(10), "took {:?} to stop", o.exit_after);
+}
+
+/// `run` killed by SIGKILL, which it cannot catch to stop the program: the program
+/// dies with it all the same, instead of running on unmeasured.
+pub(crate) fn run_killed_takes_the_program_with_it() {
+    let o = interrupt(
+        &["run", "--", "sh", "-c", "echo started >&2; exec sleep 60"],
+        |err| err.contains("started"),
+        libc_signal::Signal::Kill,
+    );
+    assert_eq!(o.code, None, "{}", o.stderr);
+    assert!(o.left.is_empty(), "the program outlived run: {:?}", o.left);
 }
 
 /// `run --stats` interrupted: the program, killed by the signal, wrote no statistics

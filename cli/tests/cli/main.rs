@@ -104,6 +104,7 @@ fn main() -> std::process::ExitCode {
         bench_json_dash_writes_json_alone_on_stdout,
         classes_are_labelled_by_their_real_maker_and_caller,
         run_interrupted_stops_the_program_and_its_group,
+        run_killed_takes_the_program_with_it,
         run_stats_interrupted_says_why_there_are_none,
         bench_interrupted_reports_the_finished_runs,
         ab_memory_stays_flat_however_much_the_program_writes,
