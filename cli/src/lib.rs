@@ -79,9 +79,7 @@ pub enum Cmd {
     },
     /// A busy loop beside `bench --hogs`
     #[command(name = "__hog", hide = true)]
-    Hog {
-        parent: i32,
-    },
+    Hog,
 }
 
 /// What a subcommand failed with.
@@ -112,7 +110,7 @@ pub fn main() -> ExitCode {
         Cmd::Man { subcommand, out } => ("man", man::main(subcommand.as_deref(), out.as_deref())),
         Cmd::Workload { args } => ("__workload", Ok(bench::workload::main(&args))),
         Cmd::RwlockWorkload { args } => ("__rwlock_workload", Ok(bench::workload::rwlock_main(&args))),
-        Cmd::Hog { parent } => ("__hog", Ok(bench::workload::hog(parent))),
+        Cmd::Hog => ("__hog", Ok(bench::workload::hog())),
     };
     match result {
         Ok(code) => ExitCode::from(code),

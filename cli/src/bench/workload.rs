@@ -46,20 +46,11 @@ fn run_c(name: &str, entry: CMain, rest: &[String]) -> u8 {
     rc.clamp(0, 255) as u8
 }
 
-/// `spinmutex __hog PARENT_PID`: spins until the parent goes away or kills it.
-pub fn hog(parent: libc::pid_t) -> u8 {
-    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets this process's attribute.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
+/// `spinmutex __hog`: spins until `bench` kills it, or dies (see `Hogs::start`).
+pub fn hog() -> u8 {
     let mut x: u64 = 0;
     loop {
-        for _ in 0..1_000_000 {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-        }
-        // The parent died before PR_SET_PDEATHSIG took effect: we were reparented.
-        // SAFETY: getppid(2) cannot fail.
-        if unsafe { libc::getppid() } != parent {
-            return 0;
-        }
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
     }
 }
 
@@ -72,9 +63,10 @@ impl Hogs {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this command's path: {e}"))?;
         let mut hogs = Hogs(Vec::new());
         for _ in 0..n {
-            let c = Command::new(&exe)
+            let mut cmd = Command::new(&exe);
+            crate::process::child::die_with_this_command(&mut cmd);
+            let c = cmd
                 .arg("__hog")
-                .arg(std::process::id().to_string())
                 .env_remove("LD_PRELOAD")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())

@@ -214,7 +214,7 @@ pub fn interrupted_status(sig: i32) -> u8 {
 /// child as an interrupted one does: the kernel then sends the child SIGKILL, so that
 /// no program goes on running, unmeasured, after the command that measured it. (Only
 /// the child: its own children are the program's to stop.)
-fn die_with_this_command(cmd: &mut Command) {
+pub fn die_with_this_command(cmd: &mut Command) {
     // SAFETY: getpid only reads.
     let parent = unsafe { libc::getpid() };
     // SAFETY: the closure runs in the child between fork and exec, and makes only
