@@ -225,7 +225,10 @@ int main(int argc, char **argv) {
     OK(pthread_mutex_unlock(&b));
     pthread_t t[CONTENDERS];
     for (long i = 0; i < CONTENDERS; i++) t[i] = start_thread(contender, (void *)i);
-    usleep(2000);
+    /* The forks must come while the contenders contend: on a loaded machine they may
+     * take a while to run at all. */
+    for (int i = 0; i < CONTENDERS; i++)
+        while (__atomic_load_n(&done_c[i], __ATOMIC_RELAXED) < 16) usleep(1000);
 
     for (int i = 0; wanted(argc, argv, "fork") && i < FORKS; i++) fork_holding_a(fork, "fork", i);
     for (int i = 0; wanted(argc, argv, "_Fork") && i < FORKS; i++) fork_holding_a(_Fork, "_Fork", i);
