@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# glibc's own nptl tests under the preload: every mutex, condition variable, robust, PI,
-# PP, C11 (mtx_*, cnd_*), rwlock and timed-lock test of the installed glibc that builds
-# outside glibc's tree, run without the preload and with libspinmutex.so under each
-# configuration, in one table.
+# glibc's own nptl tests under the preload: every test of nptl/ and sysdeps/pthread/ of
+# the installed glibc that builds outside glibc's tree, run without the preload and with
+# libspinmutex.so under each configuration, in one table. The lock tests (mutex,
+# condition variable, robust, PI, PP, C11 mtx_*/cnd_*, rwlock, timed lock) run under every
+# configuration; the others (threads, cancellation, fork, signals, TLS, semaphores,
+# barriers, ...), which lock in passing, under the strategies with code of their own.
 #
 # The tests come from Debian's glibc-source package (/usr/src/glibc/glibc-VERSION.tar.xz,
 # VERSION being the installed glibc's): at each run the script extracts nptl/,
@@ -45,6 +47,9 @@ if [ "${1:-}" = "__run_one" ]; then
     test="$2" config="$3"
     log="$RESULTS/$test.$config.log"
     work="$(mktemp -d "$RESULTS/work.XXXXXX")"
+    # glibc runs its tests from their source directory, and the cancellation tests open
+    # its Makefile there (any readable file would do).
+    cp "$SRC/nptl/Makefile" "$work/Makefile"
     env_args=()
     case "$config" in
     none) ;;
@@ -56,7 +61,8 @@ if [ "${1:-}" = "__run_one" ]; then
     esac
     # glibc's Makefiles give a few tests an environment or arguments of their own.
     read -r -a test_env <<<"$(cat "$BIN/$test.env" 2>/dev/null)"
-    read -r -a test_args <<<"$(cat "$BIN/$test.args" 2>/dev/null)"
+    # Arguments as make gives them to the shell: quoted words stay whole.
+    mapfile -d '' -t test_args < <(xargs -r printf '%s\0' <"$BIN/$test.args" 2>/dev/null)
     start=$(date +%s%N)
     (cd "$work" && exec timeout -k 5 "$HARD_LIMIT" env "${test_env[@]}" "${env_args[@]}" \
         "$BIN/$test" "${test_args[@]}") >"$log" 2>&1 </dev/null
@@ -196,17 +202,21 @@ if [ ! -f "$BUILD/libsupport.a" ]; then
     ar rcs "$BUILD/libsupport.a" "$BUILD"/support/*.o
 fi
 
-# The candidates: the tests of these families in nptl/ and sysdeps/pthread/ (named as
-# tests in glibc's Makefiles: other files there are parts that tests include).
-FAMILIES='^tst-(mutex|robust|cond|mtx-|cnd-|rwlock|abstime|pthread-timedlock|pthread-mutexattr)'
+# The candidates: every test in nptl/ and sysdeps/pthread/ (named as a test in glibc's
+# Makefiles: other files there are parts that tests include). The lock tests are those
+# of these families.
+LOCK_FAMILIES='^tst-(mutex|robust|cond|mtx-|cnd-|rwlock|abstime|pthread-timedlock|pthread-mutexattr)'
 MAKEFILES=("$SRC/nptl/Makefile" "$SRC/sysdeps/pthread/Makefile")
 declare -A LEFT_OUT=()
 CANDIDATES=()
 for f in "$SRC"/nptl/tst-*.c "$SRC"/sysdeps/pthread/tst-*.c; do
     name="$(basename "$f" .c)"
-    [[ "$name" =~ $FAMILIES ]] || continue
     if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then continue; fi
     grep -qw -- "$name" "${MAKEFILES[@]}" || continue
+    if [[ "$name" =~ (mod[0-9a-z]?|aux)$ ]]; then
+        LEFT_OUT[$name]="a module or helper that another test loads, not a test"
+        continue
+    fi
     case "$name" in
     *-static) LEFT_OUT[$name]="statically linked: a preload does not apply" ;;
     *-time64) LEFT_OUT[$name]="the 64-bit time_t variant of ${name%-time64}: the same program on x86-64" ;;
@@ -218,6 +228,19 @@ for f in "${CANDIDATES[@]}"; do
     [ -x "$BIN/$name" ] || echo "$f $BIN/$name $BUILD/libsupport.a -lrt"
 done | xargs -r -P "$JOBS" -L 1 bash -c "$COMPILE" compile
 TESTS=()
+# NAME-ARGS of glibc's Makefiles, with the make variables the tests' arguments use
+# expanded: another test's arguments, the test program itself, the build directory (the
+# directory the test runs in, here).
+makefile_args() {
+    local args
+    args="$(sed -n "s/^$1-ARGS *[:+]\{0,1\}= *//p" "${MAKEFILES[@]}")"
+    if [[ "$args" =~ ^\$\((tst-[^\)]*)-ARGS\)$ ]]; then
+        makefile_args "${BASH_REMATCH[1]}" "$1"
+        return
+    fi
+    args="${args//\$(host-test-program-cmd)/$BIN/${2:-$1}}"
+    echo "${args//\$(objpfx)/}"
+}
 for f in "${CANDIDATES[@]}"; do
     name="$(basename "$f" .c)"
     if [ ! -x "$BIN/$name" ]; then
@@ -232,7 +255,7 @@ for f in "${CANDIDATES[@]}"; do
     TESTS+=("$name")
     # A test's environment and arguments from glibc's Makefiles (NAME-ENV, NAME-ARGS).
     sed -n "s/^$name-ENV *[:+]\{0,1\}= *//p" "${MAKEFILES[@]}" >"$BIN/$name.env"
-    sed -n "s/^$name-ARGS *[:+]\{0,1\}= *//p" "${MAKEFILES[@]}" >"$BIN/$name.args"
+    makefile_args "$name" >"$BIN/$name.args"
 done
 echo "$key" >"$BUILD/.key"
 mapfile -t TESTS < <(printf '%s\n' "${TESTS[@]}" | sort -V)
@@ -254,9 +277,9 @@ fi
 # The runs.
 
 # Tests that take 10 s or more without the preload (up to minutes: the lock loop creates
-# 300,000 threads) run under fewer configurations, to keep the whole run in CI's budget:
-# the strategies with code of their own. The table's footer says so.
-declare -A FEWER=(
+# 300,000 threads) run under fewer configurations, to keep the whole run in CI's budget;
+# so do the tests that are not lock tests (below). The table's footer says which.
+declare -A LONG=(
     [tst-pthread-timedlock-lockloop]="spin kernel auto"
     [tst-robust-fork]="futex spin kernel auto"
     [tst-mutex10]="futex spin kernel auto"
@@ -266,11 +289,24 @@ declare -A FEWER=(
     [tst-rwlock-pwn]="futex spin kernel auto"
     [tst-rwlock-tryrdlock-stall]="futex spin kernel auto"
     [tst-rwlock-trywrlock-stall]="futex spin kernel auto"
+    [tst-create-detached]="spin kernel auto"
 )
+# The tests that are not lock tests: the strategies with code of their own. (Every
+# configuration passes them as without the preload, but running them all under each
+# would double the run.)
+OTHERS_UNDER="spin kernel auto"
+declare -A FEWER=()
+for name in "${TESTS[@]}"; do
+    if [ -n "${LONG[$name]+x}" ]; then
+        FEWER[$name]="${LONG[$name]}"
+    elif ! [[ "$name" =~ $LOCK_FAMILIES ]]; then
+        FEWER[$name]="$OTHERS_UNDER"
+    fi
+done
 RESULTS="$CACHE/results"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
-export RESULTS LIB HARD_LIMIT
+export RESULTS LIB HARD_LIMIT SRC
 
 configs_of() {
     local name="$1" c
@@ -288,11 +324,11 @@ started=$(date +%s)
 {
     # The long ones first, so that they do not end the run alone.
     for name in "${TESTS[@]}"; do
-        [ -n "${FEWER[$name]+x}" ] || continue
+        [ -n "${LONG[$name]+x}" ] || continue
         for c in $(configs_of "$name"); do echo "$name $c"; done
     done
     for name in "${TESTS[@]}"; do
-        [ -z "${FEWER[$name]+x}" ] || continue
+        [ -z "${LONG[$name]+x}" ] || continue
         for c in $(configs_of "$name"); do echo "$name $c"; done
     done
 } | xargs -P "$JOBS" -L 1 bash "$0" __run_one
@@ -371,11 +407,17 @@ echo "preload too, so its results with the preload (marked *) never fail the run
 echo "FAIL/TIMEOUT: passes without the preload, fails with it, twice; -: not run."
 echo "none: no preload; glibc, futex, spin, kernel, auto: SPINMUTEX_STRATEGY; fair: spin with"
 echo "SPINMUTEX_FAIR=1; stats: spin with SPINMUTEX_STATS=1 (reports to a file)."
+others=0
 for name in "${TESTS[@]}"; do
-    if [ -n "${FEWER[$name]+x}" ]; then
-        echo "$name runs under none and ${FEWER[$name]} only (it takes 10 s or more)."
+    if [ -n "${LONG[$name]+x}" ]; then
+        echo "$name runs under none and ${LONG[$name]} only (it takes 10 s or more)."
+    elif [ -n "${FEWER[$name]+x}" ]; then
+        others=$((others + 1))
     fi
 done
+if [ $others -gt 0 ]; then
+    echo "The $others other tests that are not lock tests run under none and $OTHERS_UNDER only."
+fi
 if [ ${#PASSED_ON_RERUN[@]} -gt 0 ]; then
     echo "Failed once, then passed alone (ok/r; its first output is in the logs, *.first.log):"
     printf '  %s\n' "${PASSED_ON_RERUN[@]}"

@@ -1,11 +1,13 @@
-//! glibc's own nptl tests (every mutex, condition variable, robust, PI, PP, C11, rwlock
-//! and timed-lock test of the installed glibc that builds outside glibc's tree), built
-//! from Debian's `glibc-source` package by `scripts/glibc-tests.sh` and run without the
-//! preload and under every configuration: `glibc`, `futex`, `spin`, `kernel`, `auto`,
-//! `spin` with `SPINMUTEX_FAIR=1`, `spin` with `SPINMUTEX_STATS=1`. The script prints one table,
-//! test × configuration, and fails when a test that passes without the preload fails
-//! with it (twice: a failure runs again, alone, before it counts). Skipped, with the
-//! package named, where `glibc-source` is not installed.
+//! glibc's own nptl tests (every test of `nptl/` and `sysdeps/pthread/` of the installed
+//! glibc that builds outside glibc's tree), built from Debian's `glibc-source` package by
+//! `scripts/glibc-tests.sh` and run without the preload and with it: the lock tests
+//! (mutex, condition variable, robust, PI, PP, C11, rwlock, timed lock) under every
+//! configuration (`glibc`, `futex`, `spin`, `kernel`, `auto`, `spin` with
+//! `SPINMUTEX_FAIR=1`, `spin` with `SPINMUTEX_STATS=1`), the others under `spin`, `kernel`
+//! and `auto`. The script prints one table, test × configuration, and fails when a test
+//! that passes without the preload fails with it (twice: a failure runs again, alone,
+//! before it counts). Skipped, with the package named, where `glibc-source` is not
+//! installed.
 
 mod common;
 
