@@ -64,7 +64,7 @@ if [ "${1:-}" = "__run_one" ]; then
     # Arguments as make gives them to the shell: quoted words stay whole.
     mapfile -d '' -t test_args < <(xargs -r printf '%s\0' <"$BIN/$test.args" 2>/dev/null)
     start=$(date +%s%N)
-    (cd "$work" && exec timeout -k 5 "$HARD_LIMIT" env "${test_env[@]}" "${env_args[@]}" \
+    (cd "$work" && exec timeout -k 5 "$HARD_LIMIT" env LD_LIBRARY_PATH="$BIN" "${test_env[@]}" "${env_args[@]}" \
         "$BIN/$test" "${test_args[@]}") >"$log" 2>&1 </dev/null
     rc=$?
     ms=$((($(date +%s%N) - start) / 1000000))
@@ -209,12 +209,13 @@ LOCK_FAMILIES='^tst-(mutex|robust|cond|mtx-|cnd-|rwlock|abstime|pthread-timedloc
 MAKEFILES=("$SRC/nptl/Makefile" "$SRC/sysdeps/pthread/Makefile")
 declare -A LEFT_OUT=()
 CANDIDATES=()
+MODULES=()
 for f in "$SRC"/nptl/tst-*.c "$SRC"/sysdeps/pthread/tst-*.c; do
     name="$(basename "$f" .c)"
     if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then continue; fi
     grep -qw -- "$name" "${MAKEFILES[@]}" || continue
     if [[ "$name" =~ (mod[0-9a-z]?|aux)$ ]]; then
-        LEFT_OUT[$name]="a module or helper that another test loads, not a test"
+        MODULES+=("$f")
         continue
     fi
     case "$name" in
@@ -223,9 +224,17 @@ for f in "$SRC"/nptl/tst-*.c "$SRC"/sysdeps/pthread/tst-*.c; do
     *) CANDIDATES+=("$f") ;;
     esac
 done
+# The modules some tests load (NAME.so, found through LD_LIBRARY_PATH=$BIN), then the
+# tests, each with its own link flags from the Makefiles (LDFLAGS-NAME).
+for f in "${MODULES[@]}"; do
+    name="$(basename "$f" .c)"
+    [ -f "$BIN/$name.so" ] || echo "$f $BIN/$name.so -shared -fPIC"
+done | xargs -r -P "$JOBS" -L 1 bash -c "$COMPILE" compile
 for f in "${CANDIDATES[@]}"; do
     name="$(basename "$f" .c)"
-    [ -x "$BIN/$name" ] || echo "$f $BIN/$name $BUILD/libsupport.a -lrt"
+    ldflags="$(sed -n "s/^LDFLAGS-$name *= *//p" "${MAKEFILES[@]}")"
+    # (No blank at the end of a line: xargs -L would join it to the next.)
+    [ -x "$BIN/$name" ] || echo "$f $BIN/$name $BUILD/libsupport.a -lrt${ldflags:+ $ldflags}"
 done | xargs -r -P "$JOBS" -L 1 bash -c "$COMPILE" compile
 TESTS=()
 # NAME-ARGS of glibc's Makefiles, with the make variables the tests' arguments use
