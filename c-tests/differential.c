@@ -112,6 +112,19 @@ static void start_worker(int i) {
     }
 }
 
+/* Makes `locks` locks of a kind, with its operations, and starts the threads. */
+static void start_sequence(int locks, void (*make)(int lock), int (*op)(int op, int lock),
+                           void (*probe)(int thread)) {
+    for (int l = 0; l < locks; l++) {
+        make(l);
+        alive[l] = 1;
+    }
+    do_op = op;
+    probe_in_child = probe;
+    for (int i = 0; i < THREADS; i++)
+        start_worker(i);
+}
+
 /* Thread `i` runs `op` on lock `lock`; its result. */
 static int run_op(int i, int op, int lock, const char *name) {
     workers[i].op = op;
@@ -127,6 +140,12 @@ static int run_op(int i, int op, int lock, const char *name) {
         }
     }
     return workers[i].rc;
+}
+
+/* Step `k`: thread `i` forks; the child probes the locks (see `fork_and_probe`). */
+static void fork_step(int k, int i) {
+    printf("%d: thread %d forks\n", k, i);
+    printf("  child: exit status %d\n", run_op(i, FORK, 0, "fork"));
 }
 
 /* Thread `i` exits, holding what it holds; a new thread takes its place. */
@@ -216,14 +235,7 @@ static void mutex_probe_in_child(int thread) {
 }
 
 static void mutex_sequence(int ops) {
-    for (int m = 0; m < MAX_LOCKS; m++) {
-        make_mutex(m);
-        alive[m] = 1;
-    }
-    do_op = mutex_op;
-    probe_in_child = mutex_probe_in_child;
-    for (int i = 0; i < THREADS; i++)
-        start_worker(i);
+    start_sequence(MAX_LOCKS, make_mutex, mutex_op, mutex_probe_in_child);
     for (int k = 0; k < ops; k++) {
         int i = (int)pick(THREADS), m = (int)pick(MAX_LOCKS), op = (int)pick(M_OPS + 3);
         int mine = held[i][m], others = 0;
@@ -243,8 +255,7 @@ static void mutex_sequence(int ops) {
             continue;
         }
         if (op == M_OPS + 2) {
-            printf("%d: thread %d forks\n", k, i);
-            printf("  child: exit status %d\n", run_op(i, FORK, 0, "fork"));
+            fork_step(k, i);
             continue;
         }
         if (op == M_OPS + 1) { /* a destroyed mutex is made again */
@@ -358,14 +369,7 @@ static void rwlock_probe_in_child(int thread) {
 
 static void rwlock_sequence(int ops) {
     const int locks = RWLOCKS;
-    for (int l = 0; l < locks; l++) {
-        make_rwlock(l);
-        alive[l] = 1;
-    }
-    do_op = rwlock_op;
-    probe_in_child = rwlock_probe_in_child;
-    for (int i = 0; i < THREADS; i++)
-        start_worker(i);
+    start_sequence(locks, make_rwlock, rwlock_op, rwlock_probe_in_child);
     for (int k = 0; k < ops; k++) {
         int i = (int)pick(THREADS), l = (int)pick(locks), op = (int)pick(R_OPS + 3);
         int my_reads = reads[i][l], my_write = writes[i][l], other_reads = 0, other_writes = 0;
@@ -386,8 +390,7 @@ static void rwlock_sequence(int ops) {
             continue;
         }
         if (op == R_OPS + 2) {
-            printf("%d: thread %d forks\n", k, i);
-            printf("  child: exit status %d\n", run_op(i, FORK, 0, "fork"));
+            fork_step(k, i);
             continue;
         }
         if (op == R_OPS + 1) {

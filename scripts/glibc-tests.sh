@@ -212,12 +212,12 @@ CANDIDATES=()
 MODULES=()
 for f in "$SRC"/nptl/tst-*.c "$SRC"/sysdeps/pthread/tst-*.c; do
     name="$(basename "$f" .c)"
-    if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then continue; fi
     grep -qw -- "$name" "${MAKEFILES[@]}" || continue
     if [[ "$name" =~ (mod[0-9a-z]?|aux)$ ]]; then
-        MODULES+=("$f")
+        MODULES+=("$f") # whichever tests --only picks, for the tests that load them
         continue
     fi
+    if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then continue; fi
     case "$name" in
     *-static) LEFT_OUT[$name]="statically linked: a preload does not apply" ;;
     *-time64) LEFT_OUT[$name]="the 64-bit time_t variant of ${name%-time64}: the same program on x86-64" ;;
@@ -304,24 +304,25 @@ declare -A LONG=(
 # every configuration, on glibc 2.36 with the library of ab60b26, they gave the results
 # they give without the preload; running each of them under all would double the run.)
 OTHERS_UNDER="spin kernel auto"
-declare -A FEWER=()
-for name in "${TESTS[@]}"; do
-    if [ -n "${LONG[$name]+x}" ]; then
-        FEWER[$name]="${LONG[$name]}"
-    elif ! [[ "$name" =~ $LOCK_FAMILIES ]]; then
-        FEWER[$name]="$OTHERS_UNDER"
+# The configurations a test is limited to, if it is (nothing: every one).
+limited_to() {
+    if [ -n "${LONG[$1]+x}" ]; then
+        echo "${LONG[$1]}"
+    elif ! [[ "$1" =~ $LOCK_FAMILIES ]]; then
+        echo "$OTHERS_UNDER"
     fi
-done
+}
 RESULTS="$CACHE/results"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 export RESULTS LIB HARD_LIMIT SRC
 
 configs_of() {
-    local name="$1" c
+    local limit c
+    limit="$(limited_to "$1")"
     echo none
     for c in "${CONFIG_LIST[@]}"; do
-        if [ -z "${FEWER[$name]+x}" ] || [[ " ${FEWER[$name]} " == *" $c "* ]]; then
+        if [ -z "$limit" ] || [[ " $limit " == *" $c "* ]]; then
             echo "$c"
         fi
     done
@@ -420,7 +421,7 @@ others=0
 for name in "${TESTS[@]}"; do
     if [ -n "${LONG[$name]+x}" ]; then
         echo "$name runs under none and ${LONG[$name]} only (it takes 10 s or more)."
-    elif [ -n "${FEWER[$name]+x}" ]; then
+    elif [ -n "$(limited_to "$name")" ]; then
         others=$((others + 1))
     fi
 done
