@@ -1,21 +1,40 @@
 /* Contends on a mutex, then raises the signal given as its argument and lingers: a
  * setting of the library must never change what that signal does to the program (with
- * SPINMUTEX_STATS_SIGNAL=15, SIGTERM must still end it).
+ * SPINMUTEX_STATS_SIGNAL=15, SIGTERM must still end it). With `reset` after it, the
+ * program first takes the signal and gives it its default action back, as CPython does
+ * before it ends by SIGINT. With `wait` instead, it says "ready" on stderr and waits for
+ * a signal from outside to end it.
  *
- * usage: raise_signal SIGNAL_NUMBER */
+ * usage: raise_signal SIGNAL_NUMBER [reset] | raise_signal wait */
 #include "check.h"
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 
+static void ignored(int sig) { (void)sig; }
+
 int main(int argc, char **argv) {
-    test_begin("raise_signal", 10);
-    if (argc < 2) fail("usage: raise_signal SIGNAL_NUMBER");
+    if (argc < 2) fail("usage: raise_signal SIGNAL_NUMBER [reset] | raise_signal wait");
+    int waits = strcmp(argv[1], "wait") == 0;
+    test_begin("raise_signal", waits ? 60 : 10);
     struct holder h;
     holder_start(&h, &m, 2);
     OK(pthread_mutex_lock(&m));
     OK(pthread_mutex_unlock(&m));
     holder_release(&h);
-    raise(atoi(argv[1]));
+    if (waits) {
+        fprintf(stderr, "ready\n");
+        for (;;) pause();
+    }
+    int sig = atoi(argv[1]);
+    if (argc > 2 && strcmp(argv[2], "reset") == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = ignored;
+        OK(sigaction(sig, &sa, NULL));
+        sa.sa_handler = SIG_DFL;
+        OK(sigaction(sig, &sa, NULL));
+    }
+    raise(sig);
     sleep_ms(500);
     return 0;
 }

@@ -4,7 +4,8 @@
 # libspinmutex.so under each configuration, in one table. The lock tests (mutex,
 # condition variable, robust, PI, PP, C11 mtx_*/cnd_*, rwlock, timed lock) run under every
 # configuration; the others (threads, cancellation, fork, signals, TLS, semaphores,
-# barriers, ...), which lock in passing, under the strategies with code of their own.
+# barriers, ...), which lock in passing, under the strategies with code of their own and
+# with statistics on.
 #
 # The tests come from Debian's glibc-source package (/usr/src/glibc/glibc-VERSION.tar.xz,
 # VERSION being the installed glibc's): at each run the script extracts nptl/,
@@ -300,10 +301,12 @@ declare -A LONG=(
     [tst-rwlock-trywrlock-stall]="futex spin kernel auto"
     [tst-create-detached]="spin kernel auto"
 )
-# The tests that are not lock tests: the strategies with code of their own. (Under
-# every configuration, on glibc 2.36 with the library of ab60b26, they gave the results
-# they give without the preload; running each of them under all would double the run.)
-OTHERS_UNDER="spin kernel auto"
+# The tests that are not lock tests: the strategies with code of their own, and
+# statistics, which have signal handlers of their own and wrap sigaction and signal.
+# (Under every configuration, on glibc 2.36 with the library of ab60b26, they gave the
+# results they give without the preload; running each of them under all would double
+# the run.)
+OTHERS_UNDER="spin kernel auto stats"
 # The configurations a test is limited to, if it is (nothing: every one).
 limited_to() {
     if [ -n "${LONG[$1]+x}" ]; then

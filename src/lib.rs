@@ -12,7 +12,7 @@
 //! spinning policy and `pi` the `kernel` strategy's protocol; `config` the environment;
 //! `handshake` the load message to the `spinmutex` command; `thread` the caller's ids;
 //! `sys` the system calls; `real` glibc's own functions; `observe` tracing and
-//! statistics; `tools` the lock watchers (helgrind, drd, ThreadSanitizer) for which the
+//! statistics (`signals` keeps its signal handlers out of the program's sight); `tools` the lock watchers (helgrind, drd, ThreadSanitizer) for which the
 //! library steps aside.
 
 /// Exports the old double-underscore names of glibc's functions (`__pthread_mutex_lock`,
@@ -40,6 +40,7 @@ mod observe;
 mod pi;
 mod real;
 mod rwlock;
+mod signals;
 mod spin;
 mod strategy;
 mod sys;

@@ -1,6 +1,7 @@
 //! glibc's own functions, for what this library forwards (the `glibc` strategy, robust,
 //! priority-inherit and priority-protect mutexes, initialisation and destruction of
-//! mutexes and rwlocks, and the condition-variable waits it only observes).
+//! mutexes and rwlocks, the condition-variable waits it only observes, and the signal
+//! functions it wraps to keep its own handlers out of sight).
 //!
 //! Each is looked up with `dlsym(RTLD_NEXT, …)` on first use and cached in an atomic.
 //! No `Once`: a lookup may re-enter the library (through an allocator that locks), and
@@ -9,7 +10,8 @@
 use core::ffi::{c_void, CStr};
 use core::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 use libc::{
-    c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec,
+    c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, pthread_rwlock_t, pthread_rwlockattr_t,
+    sighandler_t, timespec,
 };
 
 /// A lazily resolved glibc function, of a given symbol version or the default one.
@@ -135,6 +137,13 @@ forward! {
     rwlock_timedwrlock / c"pthread_rwlock_timedwrlock": fn(l: *mut pthread_rwlock_t, t: *const timespec) -> c_int = libc::ENOSYS;
     rwlock_clockwrlock / c"pthread_rwlock_clockwrlock": fn(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) -> c_int = libc::ENOSYS;
     rwlock_unlock / c"pthread_rwlock_unlock": fn(l: *mut pthread_rwlock_t) -> c_int = libc::ENOSYS;
+    sigaction / c"sigaction": fn(s: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int = -1;
+    signal / c"signal": fn(s: c_int, h: sighandler_t) -> sighandler_t = libc::SIG_ERR;
+    bsd_signal / c"bsd_signal": fn(s: c_int, h: sighandler_t) -> sighandler_t = libc::SIG_ERR;
+    ssignal / c"ssignal": fn(s: c_int, h: sighandler_t) -> sighandler_t = libc::SIG_ERR;
+    sysv_signal / c"sysv_signal": fn(s: c_int, h: sighandler_t) -> sighandler_t = libc::SIG_ERR;
+    __sysv_signal / c"__sysv_signal": fn(s: c_int, h: sighandler_t) -> sighandler_t = libc::SIG_ERR;
+    sigset / c"sigset": fn(s: c_int, h: sighandler_t) -> sighandler_t = libc::SIG_ERR;
     mtx_init / c"mtx_init": fn(m: *mut pthread_mutex_t, kind: c_int) -> c_int = crate::c11::THRD_ERROR;
     fork_no_handlers / c"_Fork": fn() -> libc::pid_t = {
         // SAFETY: sets this thread's errno, as a failed call would.

@@ -3,8 +3,8 @@
 //! `scripts/glibc-tests.sh` and run without the preload and with it: the lock tests
 //! (mutex, condition variable, robust, PI, PP, C11, rwlock, timed lock) under every
 //! configuration (`glibc`, `futex`, `spin`, `kernel`, `auto`, `spin` with
-//! `SPINMUTEX_FAIR=1`, `spin` with `SPINMUTEX_STATS=1`), the others under `spin`, `kernel`
-//! and `auto`. The script prints one table, test × configuration, and fails when a test
+//! `SPINMUTEX_FAIR=1`, `spin` with `SPINMUTEX_STATS=1`), the others under `spin`, `kernel`,
+//! `auto` and with statistics. The script prints one table, test × configuration, and fails when a test
 //! that passes without the preload fails with it (twice: a failure runs again, alone,
 //! before it counts). Skipped, with the package named, where `glibc-source` is not
 //! installed.

@@ -3,7 +3,8 @@
 //! listing the hot class first with a call site that names its module and offset, lock
 //! classes that keep every destroyed mutex's counts, rows that add up to the totals, hold
 //! times without condition-variable waits, a forked child's own trace file, a full side
-//! table, a bad directive, and output that statistics never change. Reader-writer locks:
+//! table, a bad directive, output that statistics never change, the report of a program
+//! a signal ends, and signals the program sees as it left them. Reader-writer locks:
 //! classes with every read and write acquisition counted apart, each reader's own hold
 //! time, statically initialised rwlocks listed beside mutexes, timeouts per mode, and
 //! trace events that name the mode.
@@ -377,6 +378,63 @@ fn a_process_that_never_locked_prints_no_report() {
     assert!(o.stderr.is_empty(), "a report from a process that locked nothing:\n{}", o.stderr);
 }
 
+/// SIGINT, SIGTERM, SIGHUP or SIGPIPE at its default action (left so, or given it back
+/// by the program, as CPython does before it ends by SIGINT) ends a program after the
+/// report it would have written at exit, with the status the signal gives; one the
+/// program ignores stays ignored.
+fn a_signal_that_ends_the_program_leaves_the_exit_report() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let dir = scratch();
+    for strategy in STRATEGIES {
+        let signals = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE];
+        for (signal, reset) in signals.iter().flat_map(|&s| [(s, false), (s, true)]) {
+            let file = dir.path().join(format!("{strategy}-{signal}-{reset}.json"));
+            let mut cmd = preloaded(c_test("raise_signal"), Some(strategy));
+            cmd.arg(signal.to_string()).env("SPINMUTEX_STATS", "json").env("SPINMUTEX_STATS_FILE", &file);
+            if reset {
+                cmd.arg("reset");
+            }
+            let o = run_bounded(cmd, LIMIT);
+            let what = format!("raise_signal {signal} (reset: {reset}) under {strategy}");
+            assert_eq!(o.status.and_then(|s| s.signal()), Some(signal), "{what}: {}", o.stderr);
+            let report = json_report(&file);
+            assert_eq!(report["totals"]["counters"]["locked"], 2, "{what}: {report:#}");
+        }
+        // Ignored when the program started (nohup, say): the library leaves it so.
+        let file = dir.path().join(format!("{strategy}-ignored.json"));
+        let mut cmd = preloaded(c_test("raise_signal"), Some(strategy));
+        cmd.arg(libc::SIGHUP.to_string()).env("SPINMUTEX_STATS", "json").env("SPINMUTEX_STATS_FILE", &file);
+        // SAFETY: signal(2) between fork and exec; the disposition SIG_IGN survives exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            })
+        };
+        let o = run_bounded(cmd, LIMIT);
+        o.assert_success(&format!("raise_signal with SIGHUP ignored under {strategy}"));
+        assert_eq!(json_report(&file)["totals"]["counters"]["locked"], 2, "{strategy}: no exit report");
+    }
+}
+
+/// Whatever the library handles, the program reads its signals as it left them (the
+/// default action) through sigaction, signal, sysv_signal and sigset, and its own
+/// handler then runs (c-tests/signal_dispositions.c).
+fn the_program_sees_its_signals_as_it_left_them() {
+    let dir = scratch();
+    let file = dir.path().join("report");
+    let file = file.to_str().unwrap();
+    for strategy in STRATEGIES {
+        run("signal_dispositions", &[], strategy, &[]);
+        run(
+            "signal_dispositions",
+            &[],
+            strategy,
+            &[("SPINMUTEX_STATS", "1"), ("SPINMUTEX_STATS_FILE", file)],
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // Reader-writer locks.
 
@@ -581,6 +639,8 @@ fn main() -> std::process::ExitCode {
         hold_time_leaves_out_condition_variable_waits,
         json_report_is_valid_for_any_module_name,
         a_process_that_never_locked_prints_no_report,
+        a_signal_that_ends_the_program_leaves_the_exit_report,
+        the_program_sees_its_signals_as_it_left_them,
         forked_child_writes_its_own_trace_file,
         full_side_table_keeps_running_and_reports_overflow,
         bad_trace_directive_gives_one_line_and_the_program_runs,

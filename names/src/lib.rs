@@ -444,6 +444,11 @@ pub const SIGUSR1: i32 = 10;
 pub const SIGUSR2: i32 = 12;
 pub const DEFAULT_STATS_SIGNAL: i32 = SIGUSR2;
 
+/// The signals that end a program on request: SIGINT, SIGTERM, SIGHUP and SIGPIPE. With
+/// statistics on, one of them that the program left at its default action makes the
+/// library write the report it writes at exit before the signal ends the process.
+pub const ENDING_SIGNALS: [i32; 4] = [2, 15, 1, 13];
+
 setting! {
     /// A signal that prints the report on demand.
     STATS_SIGNAL = "SPINMUTEX_STATS_SIGNAL",

@@ -1,6 +1,7 @@
 //! The statistics report: printed at exit (by a process that locked at least one mutex
-//! or rwlock), and on demand when the process receives SPINMUTEX_STATS_SIGNAL (SIGUSR2 by
-//! default).
+//! or rwlock), also when a signal that ends a program on request (SIGINT, SIGTERM,
+//! SIGHUP, SIGPIPE) ends it, and on demand when the process receives
+//! SPINMUTEX_STATS_SIGNAL (SIGUSR2 by default). See `signals` for the handlers.
 //!
 //! One data model, two renderings. The model is built in one pass over the side table:
 //! each class's counters are those of its destroyed instances plus those of its live
@@ -17,8 +18,8 @@
 //! symbolized here and no process is started.
 //!
 //! Writing goes through a small static buffer (the report lock's) straight to the
-//! descriptor by raw `write(2)`, and numbers are formatted by hand: the on-demand report
-//! runs inside a signal handler, on whatever stack the interrupted thread has, so it
+//! descriptor by raw `write(2)`, and numbers are formatted by hand: a report may be
+//! written inside a signal handler, on whatever stack the interrupted thread has, so it
 //! allocates nothing, takes no lock and uses well under 1 KiB of that stack.
 //!
 //! SPINMUTEX_STATS_FILE is opened once, at load, and kept (see `output`). It is opened
@@ -33,7 +34,7 @@
 
 use core::cmp::Reverse;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicUsize};
 use std::ffi::CString;
 use std::sync::OnceLock;
 
@@ -42,17 +43,18 @@ use spinmutex_names::{self as names, Stats};
 use super::callsite;
 use super::output::{self, OwnFd, Target};
 use super::table::{self, Class, Figures, Instance, Lock, Split, Sum};
-use crate::config;
 use crate::mutex::kind;
+use crate::{config, signals};
 
 /// Live instances listed under each class.
 const INSTANCES_PER_CLASS: usize = 3;
 
 static JSON: AtomicBool = AtomicBool::new(false);
 static TOP: AtomicUsize = AtomicUsize::new(names::DEFAULT_STATS_TOP);
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Held while a report is written (its scratch sums are shared).
 static WRITING: AtomicBool = AtomicBool::new(false);
+/// Set once the exit report is being written.
+static EXITED: AtomicBool = AtomicBool::new(false);
 /// SPINMUTEX_STATS_FILE, opened at load.
 static FILE: OwnFd = OwnFd::new();
 /// Its path, once it was opened at load.
@@ -85,9 +87,14 @@ pub fn init() {
     }
     let signal =
         config::read(&names::STATS_SIGNAL, names::parse_stats_signal, names::DEFAULT_STATS_SIGNAL, true);
+    // Each handler holds the others off, so that no report is cut short by a second
+    // signal, nor an ending one started in the middle of another report.
+    let mut blocked = [signal; signals::ENDINGS.len() + 1];
+    blocked[1..].copy_from_slice(&signals::ENDINGS);
     if signal != 0 {
-        install_handler(signal);
+        signals::install(signal, on_demand, &blocked);
     }
+    signals::take_endings(on_ending, &blocked);
 }
 
 /// Opens SPINMUTEX_STATS_FILE's `value` for good, or says why no report could reach it.
@@ -128,52 +135,59 @@ fn refuse(fd: i32) -> Option<&'static str> {
     }
 }
 
-/// Takes the signal only if the program left it at its default action.
-fn install_handler(signal: i32) {
-    // SAFETY: sigaction with a zeroed struct and our handler; querying first so that a
-    // handler the program installed is never replaced.
-    unsafe {
-        let mut old: libc::sigaction = core::mem::zeroed();
-        if libc::sigaction(signal, core::ptr::null(), &mut old) != 0 || old.sa_sigaction != libc::SIG_DFL {
-            return;
-        }
-        let mut action: libc::sigaction = core::mem::zeroed();
-        action.sa_sigaction = on_signal as extern "C" fn(i32) as usize;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        if libc::sigaction(signal, &action, core::ptr::null_mut()) == 0 {
-            SIGNAL.store(signal, Relaxed);
-        }
-    }
-}
-
-extern "C" fn on_signal(_signal: i32) {
+/// SPINMUTEX_STATS_SIGNAL: a report now.
+extern "C" fn on_demand(_signal: i32) {
     // SAFETY: errno is saved and restored around the report's system calls.
     let saved = unsafe { *libc::__errno_location() };
-    print(When::OnSignal);
+    print(When::OnDemand);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = saved };
 }
 
-/// When a report is written: which lookups it may use.
+/// A signal that ends the process ([`signals::ENDINGS`]), at its default action as far
+/// as the program knows: the report the process would have written at exit, then the
+/// signal ends it as the default action would have.
+extern "C" fn on_ending(signal: i32) {
+    print(When::Ending);
+    signals::end_by(signal);
+}
+
+/// When a report is written: which lookups it may use, and whether it is written when
+/// nothing was locked.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum When {
     /// At exit: `dladdr` may name the functions of call sites.
     AtExit,
-    /// Inside the signal handler: only what is safe there.
-    OnSignal,
+    /// Asked for by SPINMUTEX_STATS_SIGNAL: in a signal handler, where only
+    /// async-signal-safe lookups are allowed. Always written.
+    OnDemand,
+    /// A signal ends the process: the exit report, written by a signal handler.
+    Ending,
+}
+
+impl When {
+    fn in_signal_handler(self) -> bool {
+        self != When::AtExit
+    }
 }
 
 /// Writes the report to SPINMUTEX_STATS_FILE or the standard error the program started
-/// with. At exit, only if the process locked at least one mutex or rwlock.
+/// with. At exit, or as a signal ends the process, only if the process locked at least
+/// one mutex or rwlock, and only once.
 pub fn print(when: When) {
+    if when == When::Ending && EXITED.load(Relaxed) {
+        return; // a signal after the exit report: the process has said all there is
+    }
     if WRITING.swap(true, Acquire) {
         return; // another report is being written (a signal during the exit report)
+    }
+    if when == When::AtExit {
+        EXITED.store(true, Relaxed);
     }
     // SAFETY: the report lock is ours until the end of this function.
     let model = unsafe { &mut *MODEL.0.get() };
     model.build();
-    if when == When::OnSignal || model.totals.acquisitions > 0 {
+    if when == When::OnDemand || model.totals.acquisitions > 0 {
         write_where_it_can(model, when);
     }
     WRITING.store(false, Release);
@@ -549,7 +563,7 @@ impl Text<'_> {
     #[inline(never)]
     fn frame(&mut self, pc: usize) {
         let call = pc.wrapping_sub(1); // a return address points after the call
-        if self.when == When::AtExit {
+        if !self.when.in_signal_handler() {
             if let Some((name, offset)) = callsite::symbol(call) {
                 self.out.bytes(name).str("+").hex(offset as u64).str(" (");
                 self.location(call);
@@ -591,7 +605,7 @@ impl Text<'_> {
     }
 
     fn location(&mut self, call: usize) {
-        match callsite::locate(call, self.when == When::OnSignal) {
+        match callsite::locate(call, self.when.in_signal_handler()) {
             Some(at) => {
                 let file = at.module.rsplit(|&b| b == b'/').next().unwrap_or(at.module);
                 self.out.bytes(file).str("+").hex(at.offset as u64);
@@ -777,11 +791,11 @@ impl Json<'_> {
     fn frame(&mut self, pc: usize) {
         let call = pc.wrapping_sub(1);
         self.out.str("{\"address\":\"").hex(call as u64).str("\"");
-        if let Some(at) = callsite::locate(call, self.when == When::OnSignal) {
+        if let Some(at) = callsite::locate(call, self.when.in_signal_handler()) {
             self.out.str(",\"module\":");
             self.string(at.module);
             self.out.str(",\"offset\":\"").hex(at.offset as u64).str("\"");
-            if self.when == When::AtExit {
+            if !self.when.in_signal_handler() {
                 if let Some((id, len)) = callsite::build_id(at.base) {
                     self.out.str(",\"build_id\":\"");
                     for byte in &id[..len] {
@@ -791,7 +805,7 @@ impl Json<'_> {
                 }
             }
         }
-        if self.when == When::AtExit {
+        if !self.when.in_signal_handler() {
             if let Some((name, offset)) = callsite::symbol(call) {
                 self.out.str(",\"symbol\":");
                 self.string(name);
