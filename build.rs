@@ -1,7 +1,8 @@
 //! Builds the C side of the preload library's package with the system compilers:
 //!
 //! * `src/cond.c`, the condition-variable wrappers, into an object linked into the
-//!   preload library (with `src/versions.map`, the symbol versions they carry);
+//!   preload library (with `src/versions.map`, the symbol versions they carry), which
+//!   is linked `-z nodelete`;
 //! * every `c-tests/*.c` and `c-tests/*.cpp` into an executable in `$OUT_DIR/c-tests/`,
 //!   whose directory the library's integration tests read from
 //!   `SPINMUTEX_C_TESTS_DIR`. (The contention workload of `spinmutex bench` is built by
@@ -40,6 +41,9 @@ fn main() {
     run(cmd, &wrappers);
     println!("cargo:rustc-cdylib-link-arg={}", object.display());
     println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", versions.display());
+    // Never unmapped, even by a dlclose of a program that dlopened it: its signal
+    // handlers, fork handlers and thread-exit hooks must outlive any such call.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
 
     let tests_out = out.join("c-tests");
     fs::create_dir_all(&tests_out).expect("create c-tests output directory");

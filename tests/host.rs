@@ -10,7 +10,8 @@
 //! * descriptors closed and reused by the program, standard error closed before exit;
 //! * signal handlers that run while a thread is owed a handoff, and `siglongjmp`;
 //! * how much of the caller's stack the lock path and the report signal use;
-//! * settings that must not change how the program reacts to signals;
+//! * settings that must not change how the program reacts to signals, even after it
+//!   dlopens and closes the library;
 //! * no trace file for forked children that never lock, whole lines on a full disk, no
 //!   residue of a killed process in a shared mutex;
 //! * Valgrind's helgrind and drd, ThreadSanitizer: the library steps aside.
@@ -285,6 +286,18 @@ fn one_warning(var: &str, value: &str, extra: &[(&str, &str)]) -> Outcome {
     assert_eq!(warnings.len(), 1, "{var}={value}: expected one warning line, got:\n{}", o.stderr);
     assert!(warnings[0].contains(&format!("{value:?}")), "{var}={value}: {}", warnings[0]);
     o
+}
+
+/// A program that dlopens the library and closes it again still has the library's
+/// signal handlers (statistics on): the library stays mapped, and the signals do what
+/// they do with it preloaded, not crash in unmapped code.
+fn a_closed_library_still_handles_its_signals() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = preloaded(c_test("dlclose_signals"), None);
+    cmd.arg(common::lib_path()).env("SPINMUTEX_STATS", "1");
+    let o = run_bounded(cmd, LIMIT);
+    assert_eq!(o.status.and_then(|s| s.signal()), Some(libc::SIGTERM), "{}", describe("dlclose_signals", &o));
+    assert!(o.stderr.contains("lock statistics"), "no report on SIGUSR2:\n{}", o.stderr);
 }
 
 /// Signals whose default action a program relies on are refused, with one line.
@@ -731,6 +744,7 @@ fn main() -> std::process::ExitCode {
         handoff_never_strands_a_lock_with_a_signalled_thread,
         lock_path_and_report_handler_fit_in_a_small_stack,
         report_signal_refuses_signals_programs_rely_on,
+        a_closed_library_still_handles_its_signals,
         statistics_file_in_a_missing_directory_is_reported,
         statistics_file_that_takes_no_report_is_refused,
         warnings_for_long_values_are_whole_lines,
