@@ -8,7 +8,8 @@
 //!   `ab_tiny_static` (the same, linked statically: the library cannot load in it) when
 //!   glibc's static libraries are installed; and `stats_sites`, a position-independent
 //!   executable with known lock call sites, which the tests strip to check that
-//!   `spinmutex report` names them from a separate debug file.
+//!   `spinmutex report` names them from a separate debug file; and the other programs
+//!   the tests run (`wait_ranking`, `auto_classes`, `raise_signal`).
 
 use std::env;
 use std::fs;
@@ -49,7 +50,7 @@ fn main() {
     if can_link_static() {
         compile_program(ab_tiny, &static_exe, &["-static"]);
     }
-    for name in ["stats_sites", "wait_ranking", "auto_classes"] {
+    for name in ["stats_sites", "wait_ranking", "auto_classes", "raise_signal"] {
         compile_program(
             &Path::new("../c-tests").join(format!("{name}.c")),
             &tests_out.join(name),

@@ -38,7 +38,9 @@ use crate::Failure;
     error, so that `run --stats=json --stats-file - -- CMD | jq` reads the report alone), with each call site named \
     (function+offset, file:line) from the files on this machine, as `spinmutex report` \
     does; --stats=json prints it as `spinmutex report --json` does. Only processes that \
-    locked a mutex have a report.")]
+    locked a mutex have a report. A process writes it as it exits, and as SIGINT, SIGTERM, \
+    SIGHUP or SIGPIPE ends it (Ctrl-C and run's own interruption included) unless it \
+    handles that signal itself; another signal (SIGKILL, a crash) leaves none.")]
 pub struct RunArgs {
     /// The strategy: glibc, futex, spin, auto, kernel; `none` runs CMD without the library
     /// [SPINMUTEX_STRATEGY; default: the environment's, else spin]
@@ -255,13 +257,21 @@ fn print_statistics(
     loaded.resolve(&mut Resolver::default(), usize::MAX);
     if loaded.reports.is_empty() && !json {
         match ended {
-            // The library writes its report as the process exits: a signal that kills it
-            // leaves none, whatever it locked.
-            child::Termination::Signaled { signo, .. } => eprintln!(
-                "spinmutex run: no statistics: the command was ended by {} before it exited, \
+            // The library writes its report as the process exits, and when a signal
+            // that ends programs on request ends it: any other signal leaves none.
+            child::Termination::Signaled { signo, .. } if !names::ENDING_SIGNALS.contains(&signo) => {
+                eprintln!(
+                    "spinmutex run: no statistics: the command was ended by {} before it exited, \
                  when the library writes them (SPINMUTEX_STATS_SIGNAL, SIGUSR2 by default, \
                  makes a running process write them)",
-                child::signal_name(signo)
+                    child::signal_name(signo)
+                )
+            }
+            child::Termination::Signaled { signo, .. } => eprintln!(
+                "spinmutex run: no statistics: {name} ended the command before any process of \
+                 it wrote them (a process that locked no mutex writes none; one that handles \
+                 {name} itself writes them only if it then exits)",
+                name = child::signal_name(signo)
             ),
             child::Termination::Exited(_) => {
                 eprintln!("spinmutex run: no statistics: no process of the command locked a mutex")

@@ -105,6 +105,8 @@ fn main() -> std::process::ExitCode {
         classes_are_labelled_by_their_real_maker_and_caller,
         run_interrupted_stops_the_program_and_its_group,
         run_killed_takes_the_program_with_it,
+        run_stats_interrupted_prints_the_statistics,
+        run_stats_in_a_terminal_prints_the_statistics_after_ctrl_c,
         run_stats_interrupted_says_why_there_are_none,
         bench_interrupted_reports_the_finished_runs,
         ab_memory_stays_flat_however_much_the_program_writes,
