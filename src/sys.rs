@@ -348,6 +348,27 @@ pub struct FileId {
     pub ino: u64,
 }
 
+/// Takes (`lock`) or gives back this process's write lock on the whole file behind `fd`
+/// (a POSIX record lock: it holds other processes off, goes with the process, and needs
+/// `fd` open for writing). Never waits: `EAGAIN` or `EACCES` if another process holds
+/// the lock.
+pub fn lock_file(fd: c_int, lock: bool) -> Result<(), c_int> {
+    // SAFETY: an all-zero `flock` is valid (from offset 0 to the end of the file).
+    let mut range: libc::flock = unsafe { core::mem::zeroed() };
+    range.l_type = (if lock { libc::F_WRLCK } else { libc::F_UNLCK }) as libc::c_short;
+    range.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: fcntl F_SETLK reads one `flock` we own.
+    checked(unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_SETLK, &range) }).map(drop)
+}
+
+/// Sleeps for `ns` nanoseconds (less if a signal comes).
+pub fn sleep_ns(ns: u64) {
+    let time =
+        libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as _ };
+    // SAFETY: nanosleep reads one `timespec` we own; no remainder is asked for.
+    unsafe { libc::syscall(libc::SYS_nanosleep, &time, core::ptr::null_mut::<libc::timespec>()) };
+}
+
 /// The identity and size of the file behind `fd`.
 pub fn fstat(fd: c_int) -> Result<(FileId, u64), c_int> {
     let st = stat_of(fd)?;

@@ -4,7 +4,8 @@
 //! classes that keep every destroyed mutex's counts, rows that add up to the totals, hold
 //! times without condition-variable waits, a forked child's own trace file, a full side
 //! table, a bad directive, output that statistics never change, the report of a program
-//! a signal ends, and signals the program sees as it left them. Reader-writer locks:
+//! a signal ends, reports of processes that end together kept whole, and signals the
+//! program sees as it left them. Reader-writer locks:
 //! classes with every read and write acquisition counted apart, each reader's own hold
 //! time, statically initialised rwlocks listed beside mutexes, timeouts per mode, and
 //! trace events that name the mode.
@@ -417,6 +418,53 @@ fn a_signal_that_ends_the_program_leaves_the_exit_report() {
     }
 }
 
+/// Processes that end together (here eight, stopped by one SIGTERM each at once) write
+/// their reports to one statistics file one after another: each report a whole line of
+/// JSON, none cut into by another. (Without the file lock that makes them take turns,
+/// four runs of this test out of four found a cut report.)
+fn reports_of_processes_that_end_together_stay_whole() {
+    for round in 0..4 {
+        eight_reports_at_once(round);
+    }
+}
+
+fn eight_reports_at_once(round: u32) {
+    use std::process::Stdio;
+    let dir = scratch();
+    let file = dir.path().join("stats.json");
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let err = dir.path().join(format!("err{i}"));
+            let mut cmd = preloaded(c_test("raise_signal"), Some("spin"));
+            cmd.arg("wait").env("SPINMUTEX_STATS", "json").env("SPINMUTEX_STATS_FILE", &file);
+            cmd.stdout(Stdio::null()).stderr(std::fs::File::create(&err).unwrap());
+            (cmd.spawn().unwrap(), err)
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    for (_, err) in &children {
+        while !std::fs::read_to_string(err).unwrap_or_default().contains("ready") {
+            assert!(start.elapsed() < LIMIT, "a process never got ready");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    for (child, _) in &children {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    }
+    for (mut child, _) in children {
+        child.wait().unwrap();
+    }
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 8, "round {round}: eight reports expected:\n{text}");
+    for line in lines {
+        let report: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("round {round}: not one report ({e}):\n{text}"));
+        assert_eq!(report["totals"]["counters"]["locked"], 2, "{report:#}");
+    }
+}
+
 /// Whatever the library handles, the program reads its signals as it left them (the
 /// default action) through sigaction, signal, sysv_signal and sigset, and its own
 /// handler then runs (c-tests/signal_dispositions.c).
@@ -640,6 +688,7 @@ fn main() -> std::process::ExitCode {
         json_report_is_valid_for_any_module_name,
         a_process_that_never_locked_prints_no_report,
         a_signal_that_ends_the_program_leaves_the_exit_report,
+        reports_of_processes_that_end_together_stay_whole,
         the_program_sees_its_signals_as_it_left_them,
         forked_child_writes_its_own_trace_file,
         full_side_table_keeps_running_and_reports_overflow,

@@ -102,6 +102,42 @@ impl Target {
     }
 }
 
+/// Holds other processes off the regular file behind a target while alive. A report is
+/// many writes, and the reports of processes that end together (a process group stopped
+/// by one signal, the jobs of `make -j`) must not interleave in one file. The lock is
+/// taken within [`Exclusive::PATIENCE_MS`] or not at all: a process stopped while it
+/// holds the lock must not hold up the others for good.
+pub struct Exclusive {
+    fd: Option<c_int>,
+}
+
+impl Exclusive {
+    const PATIENCE_MS: u32 = 1000;
+
+    pub fn hold(target: Target) -> Exclusive {
+        let regular = sys::stat_of(target.fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
+        let mut waited = 0;
+        while regular && waited < Self::PATIENCE_MS {
+            match sys::lock_file(target.fd, true) {
+                Ok(()) => return Exclusive { fd: Some(target.fd) },
+                Err(libc::EAGAIN | libc::EACCES) => {} // another process writes
+                Err(_) => break,                       // a file system without locks
+            }
+            sys::sleep_ns(1_000_000);
+            waited += 1;
+        }
+        Exclusive { fd: None }
+    }
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd {
+            let _ = sys::lock_file(fd, false);
+        }
+    }
+}
+
 /// A descriptor the library opened, with the identity of its file.
 pub struct OwnFd {
     fd: AtomicI32,

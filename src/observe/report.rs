@@ -206,7 +206,7 @@ fn write_where_it_can(model: &Model, when: When) {
     };
     let why = match FILE.reopen_same(path) {
         None => "the program closed its descriptor, and its path leads elsewhere now",
-        Some(target) => match write_report(target, model, when) {
+        Some(target) => match write_report_alone(target, model, when) {
             Ok(()) => return,
             Err(libc::ENOSPC | libc::EDQUOT | libc::EFBIG) => "the file system is full",
             Err(libc::EPIPE) => "its reader went away",
@@ -215,6 +215,12 @@ fn write_where_it_can(model: &Model, when: When) {
         },
     };
     report_on_stderr_instead(why, model, when);
+}
+
+/// Writes the report with the file to itself (see [`output::Exclusive`]).
+fn write_report_alone(target: Target, model: &Model, when: When) -> Result<(), i32> {
+    let _alone = output::Exclusive::hold(target);
+    write_report(target, model, when)
 }
 
 /// Says why the report is not in the statistics file, then writes it to standard error.
