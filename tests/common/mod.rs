@@ -134,12 +134,39 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
+/// Gives the child of `cmd` the default action for every signal a test sends or
+/// raises, as a terminal's shell would: a test run under `nohup` or as a background job
+/// would otherwise pass SIGHUP or SIGINT on ignored, and a program would not end by it.
+pub fn default_signal_actions(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    const SENT: [i32; 7] = [
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGPIPE,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+    ];
+    // SAFETY: signal(2) is async-signal-safe; it runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in SENT {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    };
+}
+
 /// A command for `program` with the library preloaded under `strategy`
-/// (`None`: no preload at all). The child leads its own process group.
+/// (`None`: no preload at all). The child leads its own process group, and starts with
+/// the default action for the signals tests send (see [`default_signal_actions`]).
 pub fn preloaded(program: impl AsRef<std::ffi::OsStr>, strategy: Option<&str>) -> Command {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(program);
     cmd.process_group(0);
+    default_signal_actions(&mut cmd);
     for (key, _) in std::env::vars() {
         if key.starts_with("SPINMUTEX_") {
             cmd.env_remove(key);

@@ -205,6 +205,7 @@ pub(crate) fn run_stats_in_a_terminal_prints_the_statistics_after_ctrl_c() {
         };
     }
     cmd.args(["run", "--stats", "--", program.to_str().unwrap(), "wait"]);
+    default_signal_actions(&mut cmd);
     let stdio = || Stdio::from(slave.try_clone().unwrap());
     cmd.stdin(stdio()).stdout(stdio()).stderr(stdio());
     // A session of its own with the terminal as its controlling terminal, whose

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::harness::{tests, Need, Suite};
-use common::{c_test, lib_path, preloaded, run_bounded, scratch, Outcome};
+use common::{c_test, default_signal_actions, lib_path, preloaded, run_bounded, scratch, Outcome};
 use spinmutex_cli::ab::AbReport;
 use spinmutex_cli::bench::rwlock::RwBenchReport;
 use spinmutex_cli::bench::BenchReport;
