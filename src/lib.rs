@@ -12,8 +12,9 @@
 //! spinning policy and `pi` the `kernel` strategy's protocol; `config` the environment;
 //! `handshake` the load message to the `spinmutex` command; `thread` the caller's ids;
 //! `sys` the system calls; `real` glibc's own functions; `observe` tracing and
-//! statistics (`signals` keeps its signal handlers out of the program's sight); `tools` the lock watchers (helgrind, drd, ThreadSanitizer) for which the
-//! library steps aside.
+//! statistics (`signals` keeps their signal handlers out of the program's sight);
+//! `tools` the lock watchers (helgrind, drd, ThreadSanitizer) for which the library
+//! steps aside.
 
 /// Exports the old double-underscore names of glibc's functions (`__pthread_mutex_lock`,
 /// `__pthread_rwlock_rdlock`, ...) that some programs still link against, each as a

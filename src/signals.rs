@@ -37,16 +37,19 @@ const _: () = assert!(
         && ENDINGS[3] == libc::SIGPIPE
 );
 
-/// The handlers the library installed (at most one per kind of signal), 0 for none.
-static OURS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+/// The handler of the report on demand, once installed; 0 before.
+static ON_DEMAND: AtomicUsize = AtomicUsize::new(0);
 
 /// The action that stands for the default one of [`ENDINGS`], once set.
 static ENDING: OnceLock<libc::sigaction> = OnceLock::new();
 
-/// Installs `handler` for `signal` if the program left it at its default action; the
-/// handler runs with `blocked` (and `signal`) blocked, a 0 there standing for none.
-pub fn install(signal: c_int, handler: extern "C" fn(c_int), blocked: &[c_int]) {
-    install_over_default(signal, &action(handler, blocked));
+/// Installs `handler`, the report on demand, for `signal` if the program left it at its
+/// default action; the handler runs with `blocked` (and `signal`) blocked, a 0 there
+/// standing for none.
+pub fn take_on_demand(signal: c_int, handler: extern "C" fn(c_int), blocked: &[c_int]) {
+    let action = action(handler, blocked);
+    ON_DEMAND.store(action.sa_sigaction, Relaxed);
+    install_over_default(signal, &action);
 }
 
 /// Installs `handler` for each of [`ENDINGS`] the program left at its default action,
@@ -59,17 +62,11 @@ pub fn take_endings(handler: extern "C" fn(c_int), blocked: &[c_int]) {
 }
 
 fn action(handler: extern "C" fn(c_int), blocked: &[c_int]) -> libc::sigaction {
-    let address = handler as sighandler_t;
-    if !OURS.iter().any(|h| h.load(Relaxed) == address) {
-        if let Some(free) = OURS.iter().find(|h| h.load(Relaxed) == 0) {
-            free.store(address, Relaxed);
-        }
-    }
     // SAFETY: sigaction is plain data, all zero valid; the mask is initialised by
     // sigemptyset before use.
     unsafe {
         let mut action: libc::sigaction = core::mem::zeroed();
-        action.sa_sigaction = address;
+        action.sa_sigaction = handler as sighandler_t;
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
         for &s in blocked.iter().filter(|&&s| s != 0) {
@@ -103,8 +100,10 @@ pub fn end_by(signal: c_int) {
     }
 }
 
+/// Whether `handler` is one of the library's.
 fn ours(handler: sighandler_t) -> bool {
-    handler != libc::SIG_DFL && OURS.iter().any(|h| h.load(Relaxed) == handler)
+    handler != libc::SIG_DFL
+        && (handler == ON_DEMAND.load(Relaxed) || ENDING.get().is_some_and(|a| a.sa_sigaction == handler))
 }
 
 /// The handler the program is shown: the default action in place of one of ours.

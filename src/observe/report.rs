@@ -92,7 +92,7 @@ pub fn init() {
     let mut blocked = [signal; signals::ENDINGS.len() + 1];
     blocked[1..].copy_from_slice(&signals::ENDINGS);
     if signal != 0 {
-        signals::install(signal, on_demand, &blocked);
+        signals::take_on_demand(signal, on_demand, &blocked);
     }
     signals::take_endings(on_ending, &blocked);
 }
