@@ -1,5 +1,6 @@
 //! `spinmutex run`: run a command with the library preloaded.
 
+use std::io::Seek;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -173,6 +174,8 @@ struct StatsFile {
     path: PathBuf,
     temporary: bool,
     to_stdout: bool,
+    /// Where this run's reports begin: a kept file may hold earlier runs'.
+    start: u64,
 }
 
 impl StatsFile {
@@ -185,7 +188,8 @@ impl StatsFile {
             env.retain(|(k, _)| k != names::STATS_FILE.name);
         }
         if let Some((_, path)) = env.iter().find(|(k, _)| k == names::STATS_FILE.name) {
-            return Ok(StatsFile { path: PathBuf::from(path), temporary: false, to_stdout });
+            let start = std::fs::metadata(path).map_or(0, |m| if m.is_file() { m.len() } else { 0 });
+            return Ok(StatsFile { path: PathBuf::from(path), temporary: false, to_stdout, start });
         }
         let dir = std::env::temp_dir();
         for n in 0..100u32 {
@@ -194,7 +198,7 @@ impl StatsFile {
             match created {
                 Ok(_) => {
                     env.push((names::STATS_FILE.name.to_string(), path.display().to_string()));
-                    return Ok(StatsFile { path, temporary: true, to_stdout });
+                    return Ok(StatsFile { path, temporary: true, to_stdout, start: 0 });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(format!("cannot create a statistics file in {}: {e}", dir.display())),
@@ -237,13 +241,18 @@ fn print_statistics(
         return;
     }
     let mut loaded = report::Loaded { sort, ..Default::default() };
-    let read = std::fs::File::open(file)
-        .and_then(|f| loaded.read(&file.display().to_string(), std::io::BufReader::new(f)));
+    let read = std::fs::File::open(file).and_then(|mut f| {
+        // From where this run began, unless the file was cut shorter since.
+        if f.metadata()?.len() >= stats.start {
+            f.seek(std::io::SeekFrom::Start(stats.start))?;
+        }
+        loaded.read(&file.display().to_string(), std::io::BufReader::new(f))
+    });
     if let Err(e) = read {
         eprintln!("spinmutex run: cannot read the statistics in {}: {e}", file.display());
         return;
     }
-    // A kept file may hold reports of earlier runs: only this run's processes count.
+    // Only this run's processes count (a process of another run may have written since).
     loaded.reports.retain(|r| loads.iter().any(|e| u64::from(e.pid) == r.pid));
     for r in &mut loaded.reports {
         r.exe = loads.iter().find(|e| u64::from(e.pid) == r.pid).map(|e| e.exe.clone());
@@ -255,7 +264,30 @@ fn print_statistics(
         loaded.inputs.clear();
     }
     loaded.resolve(&mut Resolver::default(), usize::MAX);
+    print_reports(&loaded, stats, json, ended);
+    // Said after the report, where it is read: the report misses these processes.
+    let cut = loaded.trace.malformed;
+    if cut > 0 {
+        eprintln!(
+            "spinmutex run: {cut} line{s} of {file} {are} not a whole statistics report: a process \
+             was killed while writing it (SIGKILL, or 2 s after run's SIGTERM){also}, and \
+             {its} statistics are missing",
+            s = if cut == 1 { "" } else { "s" },
+            are = if cut == 1 { "is" } else { "are" },
+            its = if cut == 1 { "its" } else { "their" },
+            file =
+                if stats.temporary { "the statistics file".to_string() } else { file.display().to_string() },
+            also = if stats.temporary { "" } else { ", or another program wrote into the file" },
+        );
+    }
+}
+
+/// The reports of `loaded`, as text or JSON, or why there are none.
+fn print_reports(loaded: &report::Loaded, stats: &StatsFile, json: bool, ended: child::Termination) {
     if loaded.reports.is_empty() && !json {
+        if loaded.trace.malformed > 0 {
+            return; // Why is said next.
+        }
         match ended {
             // The library writes its report as the process exits, and when a signal
             // that ends programs on request ends it: any other signal leaves none.

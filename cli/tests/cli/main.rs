@@ -80,6 +80,7 @@ fn main() -> std::process::ExitCode {
         run_reports_a_signal_and_exits_128_plus_signo,
         run_preloads_the_library_and_sets_the_settings,
         run_stats_prints_the_named_report_after_exit,
+        run_stats_says_when_a_report_was_cut,
         run_appends_to_an_existing_ld_preload,
         run_strategy_none_does_not_preload,
         run_missing_command_exits_127,

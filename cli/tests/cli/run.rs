@@ -111,6 +111,46 @@ pub(crate) fn run_stats_prints_the_named_report_after_exit() {
     assert!(tmp.path().join("relative.json").exists(), "{}", o.stderr);
 }
 
+/// A report cut short (its process killed while writing it) is not silently left out:
+/// run says how many lines were not whole reports, counting only this run's part of a
+/// kept file.
+pub(crate) fn run_stats_says_when_a_report_was_cut() {
+    let program = c_test("stats_sites");
+    let tmp = scratch();
+    let kept = tmp.path().join("kept.json");
+    std::fs::write(&kept, "{\"pid\": 1, \"cut by an earlier run\n").unwrap();
+    let cut_one = "printf '{\"pid\": 2, \"cut\\n' >> \"$SPINMUTEX_STATS_FILE\" && exec \"$0\"";
+    let o = run(&[
+        "run",
+        "--stats",
+        "--stats-file",
+        kept.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        cut_one,
+        program.to_str().unwrap(),
+    ]);
+    o.assert_success("run --stats with a cut line");
+    assert_eq!(o.stderr.matches("== Lock statistics of pid ").count(), 1, "{}", o.stderr);
+    let want = format!("1 line of {} is not a whole statistics report", kept.display());
+    assert!(o.stderr.contains(&want), "no {want:?} in:\n{}", o.stderr);
+
+    // The only report cut: no "locked no mutex", which would be wrong.
+    let cut_all = "\"$0\" && f=\"$SPINMUTEX_STATS_FILE\" && head -c 200 \"$f\" > \"$f.cut\" && \
+                   echo >> \"$f.cut\" && mv \"$f.cut\" \"$f\"";
+    let mut cmd = spinmutex(&["run", "--stats", "--", "sh", "-c", cut_all, program.to_str().unwrap()]);
+    cmd.env("TMPDIR", tmp.path());
+    let o = run_bounded(cmd, LIMIT);
+    o.assert_success("run --stats, its report cut");
+    assert!(!o.stderr.contains("no statistics"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("1 line of the statistics file is not a whole statistics report"),
+        "{}",
+        o.stderr
+    );
+}
+
 pub(crate) fn run_appends_to_an_existing_ld_preload() {
     let lib = lib_path().canonicalize().unwrap();
     // libc.so.6 is already loaded by everything, so preloading it is harmless.
