@@ -1,5 +1,5 @@
-//! Real programs under the library: sysbench, stress-ng, pigz, zstd, xz, python3, fio
-//! (a process-shared rwlock around every I/O), and three programs of the test tree
+//! Real programs under the library: sysbench, stress-ng, pigz, zstd, xz, python3, the
+//! JVM, fio (a process-shared rwlock around every I/O), and three programs of the test tree
 //! (SQLite in serialized mode, jemalloc co-preloaded, a C++ program on the standard
 //! library's mutexes).
 //!
@@ -30,6 +30,7 @@ mod benchmarks;
 mod checker;
 mod compressors;
 mod fio;
+mod java;
 mod python;
 mod statistics;
 mod test_tree;
@@ -48,6 +49,7 @@ use benchmarks::*;
 use checker::*;
 use compressors::*;
 use fio::*;
+use java::*;
 use python::*;
 use statistics::*;
 use test_tree::*;
@@ -315,6 +317,7 @@ fn main() -> std::process::ExitCode {
     suite.needs("zstd_round_trips", &[Need::Program("zstd", "zstd")], zstd_round_trips);
     suite.needs("xz_round_trips", &[Need::Program("xz", "xz-utils")], xz_round_trips);
     suite.needs("python_threads", &[Need::File(PYTHON, "python3")], python_threads);
+    suite.needs("java_threads", &java_needs(), java_threads);
     suite.needs(
         "sqlite_serialized_threads",
         &[Need::Built(c_test("real_sqlite"), "sqlite3.h (libsqlite3-dev)")],
@@ -352,6 +355,8 @@ fn main() -> std::process::ExitCode {
         sqlite_statistics,
     );
     suite.needs("python_statistics", &[Need::File(PYTHON, "python3"), command_need()], python_statistics);
+    let [javac, java] = java_needs();
+    suite.needs("java_statistics", &[javac, java, command_need()], java_statistics);
     tests!(
         suite,
         cpp_standard_library,

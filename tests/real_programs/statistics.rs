@@ -231,3 +231,15 @@ pub(crate) fn python_statistics() {
         naming: Naming::SomeFrame,
     });
 }
+
+pub(crate) fn java_statistics() {
+    let scratch = Scratch::new("stats-java");
+    let classes = compiled_hammer(&scratch);
+    check_statistics(&StatsCase {
+        what: "java",
+        program: tool("java"),
+        args: hammer_args(&classes, 100_000),
+        shell: false,
+        naming: Naming::SomeFrame,
+    });
+}
