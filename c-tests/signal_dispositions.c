@@ -10,6 +10,13 @@ static volatile sig_atomic_t caught;
 
 static void own(int sig) { caught = sig; }
 
+static volatile sig_atomic_t info_ok;
+
+static void own_with_info(int sig, siginfo_t *info, void *context) {
+    caught = sig;
+    info_ok = info != NULL && info->si_signo == sig && info->si_code == SI_TKILL && context != NULL;
+}
+
 static void expect_default(int sig) {
     struct sigaction sa;
     memset(&sa, 0xa5, sizeof sa);
@@ -54,6 +61,25 @@ int main(void) {
     expect_own_runs(SIGTERM);
     OK(sigaction(SIGTERM, NULL, &old));
     if (old.sa_handler != SIG_DFL) fail("sysv_signal's handler was not reset after one delivery");
+
+    /* A handler set to run once reads back as set, runs with its siginfo, and leaves the
+     * default action. */
+    memset(&act, 0, sizeof act);
+    act.sa_sigaction = own_with_info;
+    act.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigemptyset(&act.sa_mask);
+    sigaddset(&act.sa_mask, SIGUSR1);
+    OK(sigaction(SIGINT, &act, &old));
+    if (old.sa_handler != SIG_DFL) fail("SIGINT's old disposition is %p, not the default action", (void *)old.sa_handler);
+    OK(sigaction(SIGINT, NULL, &old));
+    if (old.sa_sigaction != own_with_info || (old.sa_flags & (SA_SIGINFO | SA_RESETHAND)) != (SA_SIGINFO | SA_RESETHAND) ||
+        !sigismember(&old.sa_mask, SIGUSR1))
+        fail("SIGINT set to run once reads as handler %p, flags %#x", (void *)old.sa_handler, (unsigned)old.sa_flags);
+    caught = 0;
+    raise(SIGINT);
+    if (caught != SIGINT || !info_ok) fail("the handler set to run once did not run, or without its siginfo");
+    OK(sigaction(SIGINT, NULL, &old));
+    if (old.sa_handler != SIG_DFL) fail("a handler set to run once was not reset after one delivery");
 
     /* sigset (deprecated, still used) */
 #pragma GCC diagnostic push

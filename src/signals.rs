@@ -18,9 +18,16 @@
 //!   raising it, past the point where a report would be written at exit).
 //!
 //! Any other disposition the program sets, its own handler or SIG_IGN, replaces the
-//! library's as it would replace the default action, and that signal writes no report.
+//! library's as it would replace the default action, and that signal writes no report,
+//! with one exception. A handler set to run once (SA_RESETHAND, and `sysv_signal`'s
+//! System V semantics) gives the signal its default action back as it runs, and
+//! programs use that to end by the signal after cleaning up (Node.js: restore the
+//! terminal, then raise the signal again). The kernel would reset it to SIG_DFL, past
+//! the library; so on [`ENDINGS`] such a handler is run by [`run_once`], which resets
+//! the disposition to the stand-in first, and the program is shown its own handler.
 
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering::Relaxed};
 use libc::{c_int, sighandler_t};
 use std::sync::OnceLock;
 
@@ -40,8 +47,22 @@ const _: () = assert!(
 /// The handler of the report on demand, once installed; 0 before.
 static ON_DEMAND: AtomicUsize = AtomicUsize::new(0);
 
-/// The action that stands for the default one of [`ENDINGS`], once set.
-static ENDING: OnceLock<libc::sigaction> = OnceLock::new();
+/// The action that stands for the default one of [`ENDINGS`], and its handler, once set.
+static ENDING: OnceLock<(libc::sigaction, extern "C" fn(c_int))> = OnceLock::new();
+
+/// A program's handler to run once on one of [`ENDINGS`] (same index), with its flags;
+/// 0 when there is none, or when a signal took it to run it.
+struct Once {
+    handler: AtomicUsize,
+    flags: AtomicI32,
+}
+
+static ONCE: [Once; ENDINGS.len()] =
+    [const { Once { handler: AtomicUsize::new(0), flags: AtomicI32::new(0) } }; 4];
+
+/// `sysv_signal`'s flags besides SA_RESETHAND and SA_NODEFER: glibc's, a historical
+/// no-op (not in the libc crate).
+const SA_INTERRUPT: c_int = 0x2000_0000;
 
 /// Installs `handler`, the report on demand, for `signal` if the program left it at its
 /// default action; the handler runs with `blocked` (and `signal`) blocked, a 0 there
@@ -55,7 +76,7 @@ pub fn take_on_demand(signal: c_int, handler: extern "C" fn(c_int), blocked: &[c
 /// Installs `handler` for each of [`ENDINGS`] the program left at its default action,
 /// and from now on in place of the default action the program sets for one of them.
 pub fn take_endings(handler: extern "C" fn(c_int), blocked: &[c_int]) {
-    let action = ENDING.get_or_init(|| action(handler, blocked));
+    let (action, _) = ENDING.get_or_init(|| (action(handler, blocked), handler));
     for signal in ENDINGS {
         install_over_default(signal, action);
     }
@@ -103,7 +124,8 @@ pub fn end_by(signal: c_int) {
 /// Whether `handler` is one of the library's.
 fn ours(handler: sighandler_t) -> bool {
     handler != libc::SIG_DFL
-        && (handler == ON_DEMAND.load(Relaxed) || ENDING.get().is_some_and(|a| a.sa_sigaction == handler))
+        && (handler == ON_DEMAND.load(Relaxed)
+            || ENDING.get().is_some_and(|(a, _)| a.sa_sigaction == handler))
 }
 
 /// The handler the program is shown: the default action in place of one of ours.
@@ -117,7 +139,7 @@ fn shown(handler: sighandler_t) -> sighandler_t {
 
 /// What stands for the default action of `signal`, if the library has a stand-in.
 fn stand_in(signal: c_int) -> Option<&'static libc::sigaction> {
-    ENDING.get().filter(|_| ENDINGS.contains(&signal))
+    ENDING.get().filter(|_| ENDINGS.contains(&signal)).map(|(action, _)| action)
 }
 
 /// The handler to set in place of `handler`: the stand-in for the default action.
@@ -128,23 +150,78 @@ fn to_set(signal: c_int, handler: sighandler_t) -> sighandler_t {
     }
 }
 
+/// Runs the program's handler that was set to run once on `signal`, one of [`ENDINGS`],
+/// as the kernel would, but with the disposition reset to the stand-in for the default
+/// action instead of to SIG_DFL.
+extern "C" fn run_once(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let (Some(once), Some((stand_in, ending))) = (ENDINGS.iter().position(|&s| s == signal), ENDING.get())
+    else {
+        return;
+    };
+    // Taken, so that a second signal, come before the reset below, finds none.
+    let handler = ONCE[once].handler.swap(0, Relaxed);
+    let flags = ONCE[once].flags.load(Relaxed);
+    // SAFETY: glibc's sigaction, async-signal-safe, with the library's action.
+    unsafe { real::sigaction(signal, stand_in, core::ptr::null_mut()) };
+    match handler {
+        // The disposition was already reset for this signal: its default action.
+        0 => ending(signal),
+        // SAFETY: the program set `handler` for this signal, of the type its flags say.
+        h if flags & libc::SA_SIGINFO != 0 => unsafe {
+            let h: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) = core::mem::transmute(h);
+            h(signal, info, context)
+        },
+        // SAFETY: as above.
+        h => unsafe {
+            let h: extern "C" fn(c_int) = core::mem::transmute(h);
+            h(signal)
+        },
+    }
+}
+
+fn run_once_handler() -> sighandler_t {
+    let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) = run_once;
+    f as sighandler_t
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sigaction(
     signal: c_int,
     act: *const libc::sigaction,
     old: *mut libc::sigaction,
 ) -> c_int {
+    let once = ENDINGS.iter().position(|&s| s == signal).filter(|_| ENDING.get().is_some());
+    let before = once.map(|i| (ONCE[i].handler.load(Relaxed), ONCE[i].flags.load(Relaxed)));
+    let mut run_by_us: libc::sigaction;
     // SAFETY: `act`, if not null, points to the caller's action (sigaction's contract).
-    let act = match (unsafe { act.as_ref() }, stand_in(signal)) {
-        (Some(a), Some(instead)) if a.sa_sigaction == libc::SIG_DFL => instead,
+    let act = match (unsafe { act.as_ref() }, stand_in(signal), once) {
+        (Some(a), Some(instead), _) if a.sa_sigaction == libc::SIG_DFL => instead,
+        (Some(a), _, Some(i)) if a.sa_flags & libc::SA_RESETHAND != 0 && a.sa_sigaction != libc::SIG_IGN => {
+            ONCE[i].flags.store(a.sa_flags, Relaxed);
+            ONCE[i].handler.store(a.sa_sigaction, Relaxed);
+            run_by_us = *a;
+            run_by_us.sa_sigaction = run_once_handler();
+            run_by_us.sa_flags = (a.sa_flags & !libc::SA_RESETHAND) | libc::SA_SIGINFO;
+            &run_by_us
+        }
         _ => act,
     };
     // SAFETY: the caller's arguments go to glibc's function, the action perhaps ours.
     let result = unsafe { real::sigaction(signal, act, old) };
     // SAFETY: glibc just filled the caller's `old`, so it is writable.
-    if let Some(old) = unsafe { old.as_mut() }.filter(|o| result == 0 && ours(o.sa_sigaction)) {
+    let Some(old) = unsafe { old.as_mut() }.filter(|_| result == 0) else { return result };
+    match before {
+        Some((handler, flags)) if old.sa_sigaction == run_once_handler() && handler != 0 => {
+            // The kernel's flags (glibc adds SA_RESTORER), with the program's two back.
+            const SET_BY_US: c_int = libc::SA_SIGINFO | libc::SA_RESETHAND;
+            old.sa_sigaction = handler;
+            old.sa_flags = (old.sa_flags & !SET_BY_US) | (flags & SET_BY_US);
+        }
         // SAFETY: all zero is the default action with no flags and an empty mask.
-        *old = unsafe { core::mem::zeroed() };
+        _ if ours(old.sa_sigaction) || old.sa_sigaction == run_once_handler() => {
+            *old = unsafe { core::mem::zeroed() }
+        }
+        _ => {}
     }
     result
 }
@@ -164,4 +241,30 @@ macro_rules! stand_in_for_default {
     )*};
 }
 
-stand_in_for_default!(signal, bsd_signal, ssignal, sysv_signal, __sysv_signal, sigset);
+stand_in_for_default!(signal, bsd_signal, ssignal, sigset);
+
+/// `sysv_signal` and `__sysv_signal`: a handler that runs once, as glibc sets it, but
+/// through this library's [`sigaction`] on [`ENDINGS`], so that it is run by
+/// [`run_once`]. Otherwise glibc's function, as the others above.
+macro_rules! set_to_run_once {
+    ($($name:ident),*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(signal: c_int, handler: sighandler_t) -> sighandler_t {
+            if stand_in(signal).is_none() || handler == libc::SIG_ERR {
+                // SAFETY: the caller's arguments go to glibc's function.
+                return shown(unsafe { real::$name(signal, handler) });
+            }
+            // SAFETY: all zero is a valid action; the mask is emptied by sigemptyset.
+            let (mut act, mut old): (libc::sigaction, libc::sigaction) = unsafe { core::mem::zeroed() };
+            act.sa_sigaction = handler;
+            act.sa_flags = libc::SA_RESETHAND | libc::SA_NODEFER | SA_INTERRUPT;
+            // SAFETY: both actions are this frame's.
+            match unsafe { libc::sigemptyset(&mut act.sa_mask); sigaction(signal, &act, &mut old) } {
+                0 => old.sa_sigaction,
+                _ => libc::SIG_ERR,
+            }
+        }
+    )*};
+}
+
+set_to_run_once!(sysv_signal, __sysv_signal);
