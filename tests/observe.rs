@@ -399,6 +399,8 @@ fn a_signal_that_ends_the_program_leaves_the_exit_report() {
             assert_eq!(o.status.and_then(|s| s.signal()), Some(signal), "{what}: {}", o.stderr);
             let report = json_report(&file);
             assert_eq!(report["totals"]["counters"]["locked"], 2, "{what}: {report:#}");
+            let exe = c_test("raise_signal").canonicalize().unwrap();
+            assert_eq!(report["exe"].as_str(), exe.to_str(), "{what}: the report names its program");
         }
         // Ignored when the program started (nohup, say): the library leaves it so.
         let file = dir.path().join(format!("{strategy}-ignored.json"));

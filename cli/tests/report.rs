@@ -458,8 +458,19 @@ fn reports_of_several_processes_are_each_labelled_and_add_up() {
     }
     let o = report(&[stats.to_str().unwrap()]);
     o.assert_success("report of two processes");
+    let exe = c_test("stats_sites").canonicalize().unwrap();
     for r in reports {
-        assert!(o.stdout.contains(&format!("Lock statistics of pid {},", r["pid"])), "{}", o.stdout);
+        assert_eq!(r["exe"].as_str(), exe.to_str(), "each report names its program: {r:#}");
+        let head = format!("Lock statistics of pid {} ({}),", r["pid"], exe.display());
+        assert!(o.stdout.contains(&head), "{}", o.stdout);
+    }
+    // First, the processes, one row each, with the class that cost each most.
+    let (list, _) = o.stdout.split_once("== Lock statistics of pid ").unwrap();
+    assert!(list.starts_with("== 2 processes, most time waited first =="), "{}", o.stdout);
+    let rows: Vec<&str> = list.lines().filter(|l| l.starts_with(['1', '2'])).collect();
+    assert_eq!(rows.len(), 2, "{list}");
+    for row in rows {
+        assert!(row.contains(" stats_sites ") && row.contains("#1 made at make_hot_lock"), "{list}");
     }
     // Each process's text rows add up too.
     for part in o.stdout.split("== Lock statistics of pid ").skip(1) {

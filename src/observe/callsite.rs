@@ -41,6 +41,13 @@ pub fn init() {
     }
 }
 
+/// The main program's path, as `init` read it (empty if it could not).
+pub fn exe() -> &'static [u8] {
+    // SAFETY: see `ExePath`.
+    let exe = unsafe { &*EXE.0.get() };
+    &exe[..exe.iter().position(|&b| b == 0).unwrap_or(0)]
+}
+
 unsafe extern "C" fn find_ours(info: *mut libc::dl_phdr_info, _size: usize, _data: *mut c_void) -> i32 {
     let probe = init as *const () as usize;
     // SAFETY: the loader passes a valid dl_phdr_info and its program headers.
@@ -171,9 +178,7 @@ pub fn locate(pc: usize, signal_safe: bool) -> Option<Location> {
     let mut module: &'static [u8] =
         if name.is_null() { b"" } else { unsafe { CStr::from_ptr(name) }.to_bytes() };
     if module.is_empty() {
-        // SAFETY: see `ExePath`.
-        let exe = unsafe { &*EXE.0.get() };
-        module = &exe[..exe.iter().position(|&b| b == 0).unwrap_or(0)];
+        module = exe();
     }
     Some(Location { module, offset: pc.wrapping_sub(base), base })
 }

@@ -627,6 +627,9 @@ impl Render for Text<'_> {
     fn head(&mut self, m: &Model) {
         let o = &mut *self.out;
         o.str("spinmutex: lock statistics for pid ").num(crate::thread::pid().max(0) as u64, 0);
+        if !callsite::exe().is_empty() {
+            o.str(" (").bytes(callsite::exe()).str(")");
+        }
         o.str(", strategy ").str(config::strategy().name());
         if config::row().serves && !config::rwlocks_served() {
             o.str(" (rwlocks forwarded to glibc)");
@@ -825,6 +828,10 @@ impl Json<'_> {
 impl Render for Json<'_> {
     fn head(&mut self, m: &Model) {
         self.out.str("{\"pid\":").num(crate::thread::pid().max(0) as u64, 0);
+        if !callsite::exe().is_empty() {
+            self.out.str(",\"exe\":");
+            self.string(callsite::exe());
+        }
         self.out.str(",\"strategy\":\"").str(config::strategy().name());
         let rwlocks = if config::rwlocks_served() { "served" } else { "forwarded" };
         self.out.str("\",\"rwlocks\":\"").str(rwlocks).str("\",\"slots\":");

@@ -261,6 +261,9 @@ impl Loaded {
             }
             out.push('\n');
         }
+        if self.reports.len() > 1 {
+            out.push_str(&lockstats::render_processes(&self.reports, self.sort, top));
+        }
         for (i, r) in self.reports.iter().enumerate() {
             if i > 0 {
                 out.push('\n');

@@ -59,7 +59,9 @@ pub use trace::{
     the totals, which the rows add up to. Every call site is named (function+offset, \
     file:line) from the files on this machine: the module's own symbols and DWARF, its \
     .gnu_debuglink, and the debug directories (/usr/lib/debug and --debug-dir) by \
-    build-id. A module whose file is another build than the one that ran is not read.\n\n\
+    build-id. A module whose file is another build than the one that ran is not read. \
+    Reports of several processes are preceded by a list of the processes, hottest first \
+    (by --sort), each with the class that cost it most.\n\n\
     A trace is summarised per process, per strategy and per mutex: event counts, how \
     contended acquisitions ended (spin, sleep, handoff), mean/p50/p99/max wait, spin \
     give-ups (or that the recorded level does not record them) and log2 histograms of \
@@ -80,11 +82,13 @@ pub struct ReportArgs {
     #[arg(long, value_name = "OUT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub svg: Option<String>,
 
-    /// List the N hottest mutexes of a trace and the N hottest classes of each report
+    /// List the N hottest mutexes of a trace, the N hottest classes of each report and
+    /// the N hottest processes before several reports
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub top: u64,
 
-    /// The order of a statistics report's lock classes and of a trace's mutexes: wait
+    /// The order of a statistics report's lock classes, of the processes listed before
+    /// several reports, and of a trace's mutexes: wait
     /// (total time waited), contended (contended acquisitions), hold (total time held;
     /// a trace has none, and ranks by wait), acquisitions
     #[arg(long, value_name = "KEY", value_enum, default_value_t = Sort::Wait)]

@@ -48,8 +48,9 @@ pub struct RunArgs {
     #[arg(short = 's', long, value_name = "S", value_parser = parse_arm)]
     pub strategy: Option<Arm>,
 
-    /// With --stats: the order of the lock classes: wait (total time waited),
-    /// contended (contended acquisitions), hold (total time held), acquisitions
+    /// With --stats: the order of the lock classes (and of the processes, when several
+    /// reported): wait (total time waited), contended (contended acquisitions), hold
+    /// (total time held), acquisitions
     #[arg(long, value_name = "KEY", value_enum, default_value_t = Sort::Wait)]
     pub sort: Sort,
 

@@ -20,9 +20,10 @@ use crate::symbolize::{Resolved, Resolver};
 
 mod text;
 
-pub use text::{render_names_note, render_text, unnamed_modules};
+pub use text::{render_names_note, render_processes, render_text, unnamed_modules};
 
-/// The order of a report's classes (and of the instances under each).
+/// The order of a report's classes (and of the instances under each), and of the
+/// processes listed before several reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Sort {
     /// Longest total wait first: what the lock cost its threads

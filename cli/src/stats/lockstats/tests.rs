@@ -158,3 +158,33 @@ fn classes_that_share_an_auto_class_are_shown_as_one() {
     let text = render([Some(5), Some(6)]);
     assert!(!text.contains("one auto class"), "{text}");
 }
+
+#[test]
+fn processes_are_listed_hottest_first_with_their_hottest_class() {
+    let mut quiet = report();
+    quiet.pid = 7;
+    quiet.totals.counters.wait_ns_total = 1_000;
+    let mut hot = report();
+    hot.pid = 8;
+    hot.exe = Some("/usr/bin/hot".into());
+    hot.totals.counters.wait_ns_total = 9_000_000;
+    let mut idle = report();
+    idle.pid = 9;
+    idle.totals.counters = Counters::default();
+    for r in [&mut quiet, &mut hot, &mut idle] {
+        r.resolve(&mut Resolver::new(vec![]));
+    }
+    idle.classes.iter_mut().for_each(|c| c.counters = Counters::default());
+    let reports = [quiet, hot, idle];
+    let text = render_processes(&reports, Sort::Wait, 10);
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    let first: Vec<&str> = rows[0].split_whitespace().collect();
+    assert_eq!(first[..3], ["1", "8", "hot"], "the hottest first, its program by name:\n{text}");
+    assert!(rows[0].contains(" 9.000 ") && rows[0].contains("#1 made at "), "{text}");
+    let second: Vec<&str> = rows[1].split_whitespace().collect();
+    assert_eq!(second[..3], ["2", "7", "?"], "a process of unknown program:\n{text}");
+    assert!(rows[2].trim_end().ends_with(" -"), "an idle process has no hottest class:\n{text}");
+    let text = render_processes(&reports, Sort::Wait, 1);
+    assert!(text.contains("+ 2 more processes"), "{text}");
+}

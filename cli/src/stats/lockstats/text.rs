@@ -58,6 +58,47 @@ pub(super) fn kind_of(lock: Option<&str>, kind: &str) -> String {
     }
 }
 
+/// Where several processes reported (a build, a test suite, a server's workers): one
+/// row each, hottest first by `sort`, at most `top`, with the class that cost it most,
+/// so that the process worth reading is found before its report.
+pub fn render_processes(reports: &[ProcessReport], sort: Sort, top: usize) -> String {
+    let mut out = String::new();
+    let mut ranked: Vec<&ProcessReport> = reports.iter().collect();
+    ranked.sort_by_key(|r| std::cmp::Reverse(sort.key(&r.totals.counters)));
+    let _ = writeln!(out, "== {} processes, most {} first ==\n", reports.len(), sort.describe());
+    let mut table = Table::new(4);
+    table.left_last = 1;
+    let head =
+        ["#", "pid", "program", "strategy", "locked", "cont.", "wait tot ms", "hold tot ms", "hottest class"];
+    table.header.push(head.iter().map(|s| s.to_string()).collect());
+    for (n, r) in ranked.iter().take(top).enumerate() {
+        let c = &r.totals.counters;
+        // The report's classes are in `sort`'s order already: the first is the hottest.
+        let hottest =
+            r.classes.first().filter(|k| sort.key(&k.counters) > (0, 0, 0)).map_or("-".to_string(), |k| {
+                format!("#{} {}", k.rank, k.made_at.clone().unwrap_or_else(|| k.made_at()))
+            });
+        let program = r.exe.as_deref().map_or("?", |e| e.rsplit('/').next().unwrap_or(e));
+        table.rows.push(vec![
+            (n + 1).to_string(),
+            r.pid.to_string(),
+            program.to_string(),
+            r.strategy.clone(),
+            c.locked.to_string(),
+            c.contended.to_string(),
+            ms(c.wait_ns_total),
+            ms(c.hold_ns_total),
+            hottest,
+        ]);
+    }
+    out.push_str(&table.render());
+    if ranked.len() > top {
+        let _ = writeln!(out, "+ {} more processes", ranked.len() - top);
+    }
+    out.push_str("\nEach process's report follows, in the order they were read.\n\n");
+    out
+}
+
 /// A process's report as text.
 pub fn render_text(r: &ProcessReport) -> String {
     let mut out = String::new();
