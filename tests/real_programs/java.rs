@@ -49,6 +49,7 @@ public class Hammer {
                 return allocated;
             }));
         }
+        System.err.println("ready");
         long allocated = 0;
         for (Future<Long> f : results) allocated += f.get();
         pool.shutdown();

@@ -1,7 +1,7 @@
 //! Real programs under the library: sysbench, stress-ng, pigz, zstd, xz, python3, the
-//! JVM, fio (a process-shared rwlock around every I/O), and three programs of the test tree
+//! JVM, fio (a process-shared rwlock around every I/O), three programs of the test tree
 //! (SQLite in serialized mode, jemalloc co-preloaded, a C++ program on the standard
-//! library's mutexes).
+//! library's mutexes), and python3, Node.js and the JVM stopped by a signal.
 //!
 //! Every program runs first without the preload, then under `LD_PRELOAD` with each
 //! strategy. A check fails on a wrong output, a non-zero exit or a hang (every run is
@@ -29,6 +29,7 @@ mod common;
 mod benchmarks;
 mod checker;
 mod compressors;
+mod endings;
 mod fio;
 mod java;
 mod python;
@@ -48,6 +49,7 @@ use common::{c_test, lib_path, preloaded, run_bounded, scratch, stats, Outcome, 
 use benchmarks::*;
 use checker::*;
 use compressors::*;
+use endings::*;
 use fio::*;
 use java::*;
 use python::*;
@@ -357,6 +359,9 @@ fn main() -> std::process::ExitCode {
     suite.needs("python_statistics", &[Need::File(PYTHON, "python3"), command_need()], python_statistics);
     let [javac, java] = java_needs();
     suite.needs("java_statistics", &[javac, java, command_need()], java_statistics);
+    suite.needs("python_ended_by_signals", &[Need::File(PYTHON, "python3")], python_ended_by_signals);
+    suite.needs("node_ended_by_signals", &[Need::Program("node", "nodejs")], node_ended_by_signals);
+    suite.needs("java_ended_by_signals", &java_needs(), java_ended_by_signals);
     tests!(
         suite,
         cpp_standard_library,
