@@ -137,9 +137,16 @@ fn shown(handler: sighandler_t) -> sighandler_t {
     }
 }
 
+/// For one of [`ENDINGS`], once the library stands for its default action: the
+/// signal's index in [`ENDINGS`] (and [`ONCE`]), the stand-in action and its handler.
+fn ending(signal: c_int) -> Option<(usize, &'static libc::sigaction, extern "C" fn(c_int))> {
+    let (action, handler) = ENDING.get()?;
+    Some((ENDINGS.iter().position(|&s| s == signal)?, action, *handler))
+}
+
 /// What stands for the default action of `signal`, if the library has a stand-in.
 fn stand_in(signal: c_int) -> Option<&'static libc::sigaction> {
-    ENDING.get().filter(|_| ENDINGS.contains(&signal)).map(|(action, _)| action)
+    ending(signal).map(|(_, action, _)| action)
 }
 
 /// The handler to set in place of `handler`: the stand-in for the default action.
@@ -154,10 +161,7 @@ fn to_set(signal: c_int, handler: sighandler_t) -> sighandler_t {
 /// as the kernel would, but with the disposition reset to the stand-in for the default
 /// action instead of to SIG_DFL.
 extern "C" fn run_once(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
-    let (Some(once), Some((stand_in, ending))) = (ENDINGS.iter().position(|&s| s == signal), ENDING.get())
-    else {
-        return;
-    };
+    let Some((once, stand_in, on_ending)) = ending(signal) else { return };
     // Taken, so that a second signal, come before the reset below, finds none.
     let handler = ONCE[once].handler.swap(0, Relaxed);
     let flags = ONCE[once].flags.load(Relaxed);
@@ -165,7 +169,7 @@ extern "C" fn run_once(signal: c_int, info: *mut libc::siginfo_t, context: *mut 
     unsafe { real::sigaction(signal, stand_in, core::ptr::null_mut()) };
     match handler {
         // The disposition was already reset for this signal: its default action.
-        0 => ending(signal),
+        0 => on_ending(signal),
         // SAFETY: the program set `handler` for this signal, of the type its flags say.
         h if flags & libc::SA_SIGINFO != 0 => unsafe {
             let h: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) = core::mem::transmute(h);
@@ -190,13 +194,15 @@ pub unsafe extern "C" fn sigaction(
     act: *const libc::sigaction,
     old: *mut libc::sigaction,
 ) -> c_int {
-    let once = ENDINGS.iter().position(|&s| s == signal).filter(|_| ENDING.get().is_some());
-    let before = once.map(|i| (ONCE[i].handler.load(Relaxed), ONCE[i].flags.load(Relaxed)));
+    let ending = ending(signal);
+    let before = ending.map(|(i, ..)| (ONCE[i].handler.load(Relaxed), ONCE[i].flags.load(Relaxed)));
     let mut run_by_us: libc::sigaction;
     // SAFETY: `act`, if not null, points to the caller's action (sigaction's contract).
-    let act = match (unsafe { act.as_ref() }, stand_in(signal), once) {
-        (Some(a), Some(instead), _) if a.sa_sigaction == libc::SIG_DFL => instead,
-        (Some(a), _, Some(i)) if a.sa_flags & libc::SA_RESETHAND != 0 && a.sa_sigaction != libc::SIG_IGN => {
+    let act = match (unsafe { act.as_ref() }, ending) {
+        (Some(a), Some((_, instead, _))) if a.sa_sigaction == libc::SIG_DFL => instead,
+        (Some(a), Some((i, ..)))
+            if a.sa_flags & libc::SA_RESETHAND != 0 && a.sa_sigaction != libc::SIG_IGN =>
+        {
             ONCE[i].flags.store(a.sa_flags, Relaxed);
             ONCE[i].handler.store(a.sa_sigaction, Relaxed);
             run_by_us = *a;

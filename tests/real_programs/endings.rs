@@ -25,18 +25,8 @@ fn stop_when_ready(what: &str, scratch: &Scratch, mut cmd: Command, signal: i32)
     }
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
-    let status = loop {
-        match child.try_wait().expect("try_wait") {
-            Some(status) => break status,
-            None if start.elapsed() > HANG_GUARD => {
-                // SAFETY: as above; the child leads its own process group.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.wait();
-                panic!("{what}: still running {HANG_GUARD:?} after the signal");
-            }
-            None => thread::sleep(Duration::from_millis(10)),
-        }
-    };
+    let status = wait_within_guard(&mut child, start)
+        .unwrap_or_else(|| panic!("{what}: still running {HANG_GUARD:?} after it started"));
     status.signal().ok_or(status.code().unwrap_or(-1))
 }
 

@@ -262,20 +262,7 @@ fn run_checked_to_file(
         let _ = err.read_to_end(&mut s);
         String::from_utf8_lossy(&s).into_owned()
     });
-    let status = loop {
-        match child.try_wait().expect("try_wait") {
-            Some(status) => break Some(status),
-            None if start.elapsed() > HANG_GUARD => {
-                // The child leads its own process group (see `preloaded`).
-                // SAFETY: kill(2) only sends a signal.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            None => thread::sleep(Duration::from_millis(5)),
-        }
-    };
+    let status = wait_within_guard(&mut child, start);
     let stderr = err_reader.join().expect("stderr reader");
     eprintln!("{what}: {:.2} s", start.elapsed().as_secs_f64());
     assert!(
@@ -284,6 +271,24 @@ fn run_checked_to_file(
     );
     if strategy.is_some() {
         assert_interposed(&what, &log_dir, musts);
+    }
+}
+
+/// Waits for `child`, started at `start`; past [`HANG_GUARD`] kills its process group
+/// (the child leads one: see `preloaded`) and returns None.
+fn wait_within_guard(child: &mut std::process::Child, start: Instant) -> Option<std::process::ExitStatus> {
+    loop {
+        match child.try_wait().expect("try_wait") {
+            Some(status) => return Some(status),
+            None if start.elapsed() > HANG_GUARD => {
+                // SAFETY: kill(2) only sends a signal.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            None => thread::sleep(Duration::from_millis(5)),
+        }
     }
 }
 

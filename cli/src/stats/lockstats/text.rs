@@ -58,6 +58,11 @@ pub(super) fn kind_of(lock: Option<&str>, kind: &str) -> String {
     }
 }
 
+/// Where a class's locks were made: as named (`resolve`), else as the report gave it.
+fn made_by(c: &Class) -> String {
+    c.made_at.clone().unwrap_or_else(|| c.made_at())
+}
+
 /// Where several processes reported (a build, a test suite, a server's workers): one
 /// row each, hottest first by `sort`, at most `top`, with the class that cost it most,
 /// so that the process worth reading is found before its report.
@@ -74,10 +79,11 @@ pub fn render_processes(reports: &[ProcessReport], sort: Sort, top: usize) -> St
     for (n, r) in ranked.iter().take(top).enumerate() {
         let c = &r.totals.counters;
         // The report's classes are in `sort`'s order already: the first is the hottest.
-        let hottest =
-            r.classes.first().filter(|k| sort.key(&k.counters) > (0, 0, 0)).map_or("-".to_string(), |k| {
-                format!("#{} {}", k.rank, k.made_at.clone().unwrap_or_else(|| k.made_at()))
-            });
+        let hottest = r
+            .classes
+            .first()
+            .filter(|k| sort.key(&k.counters) > (0, 0, 0))
+            .map_or("-".to_string(), |k| format!("#{} {}", k.rank, made_by(k)));
         let program = r.exe.as_deref().map_or("?", |e| e.rsplit('/').next().unwrap_or(e));
         table.rows.push(vec![
             (n + 1).to_string(),
@@ -133,7 +139,7 @@ pub fn render_text(r: &ProcessReport) -> String {
         .header
         .push(["#"].iter().chain(columns).chain(&["type", "made by"]).map(|s| s.to_string()).collect());
     for c in &r.classes {
-        let made = c.made_at.clone().unwrap_or_else(|| c.made_at());
+        let made = made_by(c);
         table.rows.push(row(
             &c.rank.to_string(),
             Some((c.mutexes, c.live)),
